@@ -1,0 +1,139 @@
+"""The `npurun` command line.
+
+Subcommands load what they need only when they run, so `npurun explain` never imports
+TensorFlow.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+DESCRIPTION = """\
+npurun runs Ascend NPURunConfig / NPUEstimator training on CPUs and NVIDIA GPUs.
+
+Every option of NPURunConfig can be given on the command line with --set NAME=VALUE
+(repeatable; values are YAML scalars: 10, true, null, text) or in a JSON/YAML file
+with --config FILE; --set wins over the file. Sub-config fields use dots:
+--set dump_config.enable_dump=true --set dump_config.dump_path=/tmp/dump
+"""
+
+EPILOG = """\
+examples:
+  npurun explain --set iterations_per_loop=10 --set precision_mode=allow_mix_precision_bf16
+      show what each option does on this machine (exit status 2 on an invalid config)
+  npurun explain --config run.yaml --only-set
+  npurun train --steps 400 --set save_checkpoints_steps=100
+      train the bundled example (scikit-learn digits), evaluate it and export a SavedModel
+"""
+
+
+def _add_option_sources(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="JSON or YAML file of options")
+    parser.add_argument("--set", metavar="NAME=VALUE", action="append", default=[], dest="assignments",
+                        help="set one option (repeatable); wins over --config")
+
+
+def _config_from_args(args):
+    from .config import sources
+
+    layers = []
+    if args.config:
+        layers.append(sources.load_file(args.config))
+    layers.append(sources.parse_assignments(args.assignments))
+    return sources.construct(sources.merge(*layers))
+
+
+def _build_config_or_exit(args):
+    """The config, or the error printed and exit status 2; warnings are printed as notes."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            config = _config_from_args(args)
+        except (ValueError, TypeError) as err:
+            print(f"npurun: invalid configuration: {err}", file=sys.stderr)
+            raise SystemExit(2) from None
+    for warning in caught:
+        print(f"note: {warning.message}", file=sys.stderr)
+    return config
+
+
+def cmd_explain(args) -> int:
+    from .config import explain
+
+    config = _build_config_or_exit(args)
+    if args.format == "json":
+        print(explain.render_json(config))
+    else:
+        print(explain.render_table(config, only_set=args.only_set))
+    return 0
+
+
+def cmd_train(args) -> int:
+    config = _build_config_or_exit(args)
+    from .example.digits import run_example  # imports TensorFlow
+
+    result = run_example(config, train_steps=args.steps, model_dir=args.model_dir, export_dir=args.export_dir)
+    print(f"accuracy: {result['accuracy']:.4f}")
+    print(f"model_dir: {result['model_dir']}")
+    print(f"exported SavedModel: {result['export_path']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="npurun", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"npurun {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    explain = commands.add_parser(
+        "explain", help="show every option's value, kind and mechanism on this machine",
+        description="Validate a configuration and show, for every NPURunConfig option, its value, whether "
+                    "you set it, its kind here (effect / accepted, no effect here / not supported / not "
+                    "implemented yet) and the TensorFlow mechanism it maps to. Exit status 2 and the error "
+                    "message when the configuration is invalid. Does not import TensorFlow.")
+    _add_option_sources(explain)
+    explain.add_argument("--format", choices=("table", "json"), default="table")
+    explain.add_argument("--only-set", action="store_true", help="only the options you set")
+    explain.set_defaults(handler=cmd_explain)
+
+    train = commands.add_parser(
+        "train", help="train, evaluate and export the bundled example",
+        description="Train the bundled example (an MLP on scikit-learn's digits, offline) with NPUEstimator "
+                    "under the given options, evaluate it, export a SavedModel and print the accuracy.")
+    _add_option_sources(train)
+    train.add_argument("--steps", type=int, default=600, help="training steps (default 600)")
+    train.add_argument("--model-dir", help="model directory (default: the config's, else a new model_dir_*)")
+    train.add_argument("--export-dir", help="where to export the SavedModel (default: <model_dir>/export)")
+    train.set_defaults(handler=cmd_train)
+
+    _add_optional_commands(commands)
+    return parser
+
+
+def _add_optional_commands(commands) -> None:
+    """Subcommands owned by other packages register themselves here."""
+    try:
+        from .debug.cli import add_dump_commands
+    except ImportError:
+        return
+    add_dump_commands(commands)
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 0
+    try:
+        return args.handler(args) or 0
+    except BrokenPipeError:  # output piped into `head` and friends
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

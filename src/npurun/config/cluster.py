@@ -1,0 +1,102 @@
+"""Where this process sits in a cluster, read from `TF_CONFIG` and the Ascend `RANK_ID` variables.
+
+Plain Python (no TensorFlow): the same rules as tf.estimator.RunConfig's derived properties.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """The cluster and this process's task in it.
+
+    `cluster` maps job names ("chief", "worker", "ps", "evaluator") to task addresses; it is
+    empty for a single process.
+    """
+
+    cluster: Mapping[str, tuple] = field(default_factory=dict)
+    task_type: str = "worker"
+    task_id: int = 0
+    rank_id: Optional[int] = None  # from RANK_ID, when set
+
+    @property
+    def is_chief(self) -> bool:
+        """The process that writes checkpoints and summaries."""
+        if self.rank_id is not None and not self.cluster:
+            return self.rank_id == 0
+        if not self.cluster:
+            return True
+        if "chief" in self.cluster or "master" in self.cluster:
+            return self.task_type in ("chief", "master")
+        return self.task_type == "worker" and self.task_id == 0
+
+    @property
+    def num_worker_replicas(self) -> int:
+        if not self.cluster:
+            return 1
+        return sum(len(self.cluster.get(job, ())) for job in ("chief", "master", "worker"))
+
+    @property
+    def num_ps_replicas(self) -> int:
+        return len(self.cluster.get("ps", ()))
+
+    @property
+    def master(self) -> str:
+        """The gRPC target of this task's server, or '' for an in-process session."""
+        if not self.cluster or self.task_type not in self.cluster:
+            return ""
+        return "grpc://" + self.cluster[self.task_type][self.task_id]
+
+    @property
+    def global_id_in_cluster(self) -> int:
+        """0 for the chief, then workers, in the order tf.estimator uses."""
+        if not self.cluster:
+            return self.rank_id or 0
+        order = [job for job in ("chief", "master") if job in self.cluster] + ["worker"]
+        offset = 0
+        for job in order:
+            if job == self.task_type:
+                return offset + self.task_id
+            offset += len(self.cluster.get(job, ()))
+        return offset + self.task_id
+
+
+def read_cluster(environ: Mapping[str, str] = os.environ) -> ClusterInfo:
+    """The cluster described by `TF_CONFIG` and `RANK_ID`; errors name the variable and the problem."""
+    rank_id = None
+    if environ.get("RANK_ID", "").strip():
+        text = environ["RANK_ID"].strip()
+        if not text.isdigit():
+            raise ValueError(f"environment variable RANK_ID: got {text!r}; allowed: an int >= 0")
+        rank_id = int(text)
+    raw = environ.get("TF_CONFIG", "").strip()
+    if not raw:
+        return ClusterInfo(rank_id=rank_id)
+    try:
+        tf_config = json.loads(raw)
+    except ValueError as err:
+        raise ValueError(f"environment variable TF_CONFIG is not valid JSON: {err}") from None
+    if not isinstance(tf_config, dict):
+        raise ValueError("environment variable TF_CONFIG: expected a JSON object with 'cluster' and 'task'")
+    cluster_raw = tf_config.get("cluster") or {}
+    if not isinstance(cluster_raw, dict) or not all(isinstance(v, list) for v in cluster_raw.values()):
+        raise ValueError("environment variable TF_CONFIG: 'cluster' must map job names to lists of addresses")
+    cluster = {job: tuple(addresses) for job, addresses in cluster_raw.items()}
+    task = tf_config.get("task") or {}
+    task_type = task.get("type", "worker" if not cluster else None)
+    task_id = task.get("index", 0)
+    if cluster:
+        if task_type is None:
+            raise ValueError("environment variable TF_CONFIG: a 'cluster' needs a 'task' with 'type' and 'index'")
+        if task_type != "evaluator" and task_type not in cluster:
+            raise ValueError(f"environment variable TF_CONFIG: task type {task_type!r} is not a job of the "
+                             f"cluster ({', '.join(sorted(cluster))})")
+        if not isinstance(task_id, int) or task_id < 0 or (
+                task_type in cluster and task_id >= len(cluster[task_type])):
+            raise ValueError(f"environment variable TF_CONFIG: task index {task_id!r} is out of range for job "
+                             f"{task_type!r}")
+    return ClusterInfo(cluster=cluster, task_type=task_type, task_id=task_id, rank_id=rank_id)

@@ -1,0 +1,68 @@
+"""What each option of a configuration does here: rows for `npurun explain` and the docs' table."""
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from typing import Iterable
+
+from .options import OPTIONS
+from .table import Configurable
+
+
+def _show(value) -> str:
+    if isinstance(value, Configurable):
+        return repr(value)
+    if type(value).__name__ == "ConfigProto":
+        return "ConfigProto(...)"
+    return repr(value)
+
+
+def rows(config) -> list[dict]:
+    """One row per option: name, value, whether it is the default, kind and mechanism."""
+    result = []
+    for name, option in OPTIONS.items():
+        value = config.options[name]
+        result.append({
+            "option": name,
+            "value": _show(value),
+            "default": option.is_default(value) or name not in config.given,
+            "kind": option.status,
+            "mechanism": option.mechanism,
+        })
+    return result
+
+
+def render_json(config) -> str:
+    return json.dumps(rows(config), indent=2)
+
+
+def render_table(config, only_set: bool = False, width: int | None = None) -> str:
+    """A plain-text table that fits the terminal; long mechanisms wrap in their column."""
+    table = [r for r in rows(config) if not (only_set and r["default"])]
+    width = width or shutil.get_terminal_size((120, 24)).columns
+    name_w = max([len("option")] + [len(r["option"]) for r in table])
+    value_w = min(28, max([len("value")] + [len(r["value"]) for r in table]))
+    kind_w = max([len("kind")] + [len(r["kind"]) for r in table])
+    mech_w = max(24, width - name_w - value_w - kind_w - 4 - 6)
+    lines = [f"{'option':<{name_w}}  {'value':<{value_w}}    {'kind':<{kind_w}}  mechanism",
+             "-" * min(width, name_w + value_w + kind_w + mech_w + 10)]
+    for r in table:
+        value = r["value"] if len(r["value"]) <= value_w else r["value"][:value_w - 3] + "..."
+        marker = "  " if r["default"] else " *"
+        mech = textwrap.wrap(r["mechanism"], mech_w) or [""]
+        lines.append(f"{r['option']:<{name_w}}  {value:<{value_w}}{marker}  {r['kind']:<{kind_w}}  {mech[0]}")
+        pad = " " * (name_w + value_w + kind_w + 8)
+        lines.extend(pad + more for more in mech[1:])
+    lines.append("")
+    lines.append("* set by you (other values are defaults)")
+    return "\n".join(lines)
+
+
+def markdown_table(options: Iterable = None) -> str:
+    """The option reference for the README, generated from the option table."""
+    lines = ["| option | default | rule | kind here | mechanism |", "|---|---|---|---|---|"]
+    for name, option in OPTIONS.items():
+        cells = [f"`{name}`", f"`{option.default!r}`", option.rule, option.status, option.mechanism]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,109 @@
+"""Options from outside Python: config files (JSON or YAML) and `name=value` assignments.
+
+Used by the command line; values are converted only as far as YAML scalars go (ints, floats,
+booleans, null, strings), then validated by NPURunConfig like keyword arguments.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable, Mapping
+
+from .dump import DumpConfig
+from .profiling import ProfilingConfig
+
+_NESTED = {"profiling_config": ProfilingConfig, "dump_config": DumpConfig}
+_NOT_IN_FILES = ("session_config", "distribute", "train_distribute", "eval_distribute")
+
+
+def load_file(path: str) -> dict:
+    """Options from a JSON or YAML file holding one mapping of option names to values.
+
+    `profiling_config` and `dump_config` may be mappings of their own arguments. Raises ValueError
+    naming the file for anything that is not such a mapping.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as err:
+        raise ValueError(f"config file {path!r}: {err.strerror}") from None
+    try:
+        if os.path.splitext(path)[1].lower() == ".json":
+            data = json.loads(text)
+        else:
+            import yaml  # JSON is YAML too; imported here so `import npurun` stays light
+
+            data = yaml.safe_load(text)
+    except ValueError as err:
+        raise ValueError(f"config file {path!r}: not valid JSON: {err}") from None
+    except Exception as err:  # yaml.YAMLError and friends
+        raise ValueError(f"config file {path!r}: not valid YAML: {err}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        raise ValueError(f"config file {path!r}: expected a mapping of option names to values")
+    return build_nested(data, source=f"config file {path!r}")
+
+
+def parse_assignments(assignments: Iterable[str]) -> dict:
+    """`["iterations_per_loop=10", "precision_mode=force_fp16"]` -> {name: value}.
+
+    Values are YAML scalars: `10` is an int, `true`/`True` a bool, `null` None, anything else a
+    string. Dotted names set fields of the sub-configs: `dump_config.enable_dump=true`.
+    """
+    import yaml
+
+    options: dict = {}
+    for item in assignments:
+        name, sep, raw = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ValueError(f"--set {item!r}: expected name=value")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        if isinstance(value, (dict, list)):
+            value = raw  # flow-style text such as "[1,2]" stays text
+        outer, dot, inner = name.partition(".")
+        if dot:
+            options.setdefault(outer, {})
+            if not isinstance(options[outer], dict):
+                raise ValueError(f"--set {item!r}: {outer} was already set to a value")
+            options[outer][inner] = value
+        else:
+            options[name] = value
+    return build_nested(options, source="--set")
+
+
+def merge(*layers: Mapping[str, Any]) -> dict:
+    """Later layers win; sub-config mappings merge field by field."""
+    merged: dict = {}
+    for layer in layers:
+        for name, value in layer.items():
+            if isinstance(value, dict) and isinstance(merged.get(name), dict):
+                merged[name] = {**merged[name], **value}
+            else:
+                merged[name] = value
+    return merged
+
+
+def build_nested(options: Mapping[str, Any], source: str) -> dict:
+    """Check names that cannot come from text; leave sub-config mappings as mappings."""
+    for name in _NOT_IN_FILES:
+        if name in options:
+            raise ValueError(f"{source}: option '{name}' takes a Python object and cannot be set from text")
+    for name, value in options.items():
+        if name in _NESTED and value is not None and not isinstance(value, dict):
+            raise ValueError(f"{source}: option '{name}' takes a mapping of "
+                             f"{_NESTED[name].__name__} arguments")
+    return dict(options)
+
+
+def construct(options: Mapping[str, Any]):
+    """An NPURunConfig from merged text options (sub-config mappings become their classes)."""
+    from .run_config import NPURunConfig
+
+    kwargs = {name: (_NESTED[name](**value) if name in _NESTED and isinstance(value, dict) else value)
+              for name, value in options.items()}
+    return NPURunConfig(**kwargs)

@@ -1,0 +1,3 @@
+"""The backend layer: turns typed options into a TensorFlow ConfigProto, environment flags, graph
+transforms and session hooks. Everything TensorFlow-specific about an option lives here (or in
+`precision/` and `debug/`, which contribute to the same plan)."""

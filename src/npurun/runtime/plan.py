@@ -1,0 +1,78 @@
+"""The session plan: everything the options ask of TensorFlow for one session.
+
+`build_plan` starts from the user's `session_config` and lets each contributor add what its
+options need. Contributors are small functions `contribute(options, mode, plan)`; each owns a
+group of options, so no option is mapped in two places.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping
+
+import tensorflow as tf
+
+from ..config import param_map
+
+Options = Mapping[str, Any]
+
+
+@dataclass
+class SessionPlan:
+    """What a session needs from the options.
+
+    Attributes:
+      config_proto: the ConfigProto the session is created with.
+      env: environment variables TensorFlow reads; set for the session's lifetime and restored.
+      graph_transforms: functions `(graph, mode) -> None` applied after `model_fn` built the graph
+        and before it is finalised.
+      hooks: SessionRunHooks added to the run (dump, profiling, ...).
+      device: the device string model ops are placed on ('' lets TensorFlow choose).
+      run_timeout_ms: per-run timeout (RunOptions.timeout_in_ms), 0 for none.
+    """
+
+    config_proto: Any
+    env: dict = field(default_factory=dict)
+    graph_transforms: list = field(default_factory=list)
+    hooks: list = field(default_factory=list)
+    device: str = ""
+    run_timeout_ms: int = 0
+
+    @contextlib.contextmanager
+    def environment(self) -> Iterator[None]:
+        """Set `env` for the duration of the block, then restore what was there before."""
+        saved = {key: os.environ.get(key) for key in self.env}
+        os.environ.update(self.env)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+Contributor = Callable[[Options, str, SessionPlan], None]
+
+
+def base_config_proto(options: Options):
+    """The user's session_config (copied, NpuOptimizer entries removed) or a fresh ConfigProto."""
+    proto = tf.compat.v1.ConfigProto()
+    if options.get("session_config") is not None:
+        proto.CopyFrom(options["session_config"])
+        param_map.strip_npu_optimizer(proto)
+    if not proto.HasField("allow_soft_placement"):
+        proto.allow_soft_placement = True
+    return proto
+
+
+def build_plan(options: Options, mode: str, contributors: tuple[Contributor, ...] | None = None) -> SessionPlan:
+    """The plan for a session in `mode` ("train", "eval", "infer")."""
+    from . import contributors as registry
+
+    plan = SessionPlan(config_proto=base_config_proto(options))
+    for contribute in contributors if contributors is not None else registry.CONTRIBUTORS:
+        contribute(options, mode, plan)
+    return plan

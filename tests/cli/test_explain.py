@@ -1,0 +1,95 @@
+"""`npurun explain` and the promise that the configuration layer never imports TensorFlow."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from npurun.cli import main
+from npurun.config import OPTIONS
+
+NO_TF_PROBE = """
+import sys, time
+start = time.perf_counter()
+{body}
+elapsed = time.perf_counter() - start
+heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'tensorboard'))
+print(repr((elapsed, heavy)))
+"""
+
+
+def _probe(body):
+    out = subprocess.run([sys.executable, "-c", NO_TF_PROBE.format(body=body)], capture_output=True, text=True,
+                         check=True).stdout
+    return eval(out.strip().splitlines()[-1])
+
+
+def test_constructing_a_config_imports_no_tensorflow_and_is_fast():
+    elapsed, heavy = _probe("import npurun\nnpurun.NPURunConfig(iterations_per_loop=10, "
+                            "precision_mode='allow_mix_precision', save_checkpoints_steps=20)")
+    assert heavy == []
+    assert elapsed < 1.0
+
+
+def test_explain_imports_no_tensorflow_and_is_fast():
+    elapsed, heavy = _probe("from npurun.cli import main\nimport contextlib, io\n"
+                            "with contextlib.redirect_stdout(io.StringIO()):\n"
+                            "    main(['explain', '--set', 'iterations_per_loop=10'])")
+    assert heavy == []
+    assert elapsed < 1.0
+
+
+def test_explain_has_one_row_per_option(capsys):
+    assert main(["explain", "--format", "json", "--set", "iterations_per_loop=10",
+                 "--set", "save_checkpoints_steps=20"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["option"] for r in rows] == list(OPTIONS)
+    by_name = {r["option"]: r for r in rows}
+    assert by_name["iterations_per_loop"]["value"] == "10"
+    assert by_name["iterations_per_loop"]["default"] is False
+    assert by_name["precision_mode"]["default"] is True
+    assert by_name["horovod_mode"]["kind"] == "not supported"
+    assert all(r["kind"] in ("effect", "effect (GPU only)", "accepted, no effect here", "not supported",
+                             "not implemented yet") for r in rows)
+
+
+def test_explain_reads_yaml_and_json_files_and_set_wins(tmp_path, capsys):
+    yaml_file = tmp_path / "run.yaml"
+    yaml_file.write_text("iterations_per_loop: 10\nsave_checkpoints_steps: 20\nprecision_mode: force_fp16\n")
+    assert main(["explain", "--format", "json", "--config", str(yaml_file), "--set", "iterations_per_loop=20"]) == 0
+    by_name = {r["option"]: r for r in json.loads(capsys.readouterr().out)}
+    assert by_name["iterations_per_loop"]["value"] == "20"
+    assert by_name["precision_mode"]["value"] == "'force_fp16'"
+    json_file = tmp_path / "run.json"
+    json_file.write_text(json.dumps({"dump_config": {"enable_dump": True, "dump_path": str(tmp_path)}}))
+    assert main(["explain", "--format", "json", "--config", str(json_file)]) == 0
+    by_name = {r["option"]: r for r in json.loads(capsys.readouterr().out)}
+    assert "enable_dump=True" in by_name["dump_config"]["value"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--set", "iterations_per_loop=0"], "'iterations_per_loop': got 0"),
+    (["--set", "precision_mode=fp8"], "'precision_mode'"),
+    (["--set", "save_checkpoints_steps=1", "--set", "save_checkpoints_secs=1"], "save_checkpoints_secs"),
+    (["--set", "no_such_option=1"], "no_such_option"),
+    (["--set", "noequals"], "name=value"),
+    (["--config", "/nonexistent/run.yaml"], "config file"),
+])
+def test_invalid_configuration_exits_2_with_the_message(args, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["explain", *args])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_explain_table_marks_what_you_set(capsys):
+    main(["explain", "--only-set", "--set", "iterations_per_loop=10", "--set", "save_checkpoints_steps=20"])
+    out = capsys.readouterr().out
+    assert "iterations_per_loop" in out and "save_checkpoints_steps" in out
+    assert "precision_mode" not in out
+
+
+def test_console_script_help_teaches():
+    out = subprocess.run([sys.executable, "-m", "npurun.cli", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    assert "--set" in out and "explain" in out and "train" in out and "examples:" in out
