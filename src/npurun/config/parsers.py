@@ -1,0 +1,642 @@
+"""Parsers for the options whose values are small languages.
+
+Each `parse_*` takes text (or, for memory sizes, an int or text) and returns a plain, immutable,
+typed value; each `format_*` turns that value back into canonical text, so that
+`parse_x(format_x(v)) == v` for every valid `v`. Any bad input raises `ValueError` (never another
+exception) with a message that quotes the offending part and says what is allowed; the caller adds
+the option's name. No TensorFlow here: standard library only.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import re
+from dataclasses import dataclass
+from collections.abc import Callable, Collection
+from typing import Any
+
+# ASCII digits only: `int()` and `str.isdigit()` would also accept "+5", "1_000" and "٣".
+_UINT = r"[0-9]+"
+
+
+def _q(fragment: object) -> str:
+    """Quote a fragment for an error message, shortened so a huge input stays readable."""
+    text = repr(fragment)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _require_text(value: object) -> str:
+    """Rule: the value must be a `str` (bytes, None, numbers are refused)."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected text (str), got {_q(value)} of type {type(value).__name__}")
+    return value
+
+
+def _uint(token: str, what: str) -> int:
+    """Rule: `token` is a non-negative decimal integer (ASCII digits, whitespace around allowed)."""
+    digits = token.strip()
+    if not re.fullmatch(_UINT, digits):
+        raise ValueError(f"{what} {_q(token)} is not a non-negative integer")
+    # Every limit here is far below 10**20; the cap keeps int() off its 4300-digit error.
+    if len(digits.lstrip("0")) > 20:
+        raise ValueError(f"{what} {_q(digits)} is far too large")
+    return int(digits)
+
+
+# --------------------------------------------------------------------------- shape ranges
+
+@dataclass(frozen=True)
+class DimRange:
+    """One dimension's allowed sizes: `lo..hi` inclusive; `hi=None` means unbounded (only `-1`)."""
+    lo: int
+    hi: int | None
+
+    def __post_init__(self) -> None:
+        if type(self.lo) is not int or self.lo < 0:
+            raise ValueError(f"dimension lower bound {_q(self.lo)} must be an int >= 0")
+        if self.hi is None:
+            if self.lo != 0:  # the grammar can only say "-1", i.e. any size
+                raise ValueError("an unbounded dimension (-1) has lower bound 0")
+        elif type(self.hi) is not int or self.hi < self.lo:
+            raise ValueError(f"dimension range {self.lo}~{self.hi!r} needs lo <= hi")
+
+    def contains(self, n: int) -> bool:
+        """True when size `n` is within this range."""
+        return self.lo <= n and (self.hi is None or n <= self.hi)
+
+    def __str__(self) -> str:
+        if self.hi is None:
+            return "-1"
+        return str(self.lo) if self.lo == self.hi else f"{self.lo}~{self.hi}"
+
+
+Shape = tuple[DimRange, ...]
+
+
+@dataclass(frozen=True)
+class ShapeRanges:
+    """Per-input shape ranges: `getnext` for dataset inputs, `data` for placeholders, in order."""
+    getnext: tuple[Shape, ...] = ()
+    data: tuple[Shape, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.getnext and not self.data:
+            raise ValueError("no shapes given; expected e.g. 'getnext:[128,3~5,-1];data:[]'")
+
+    def __str__(self) -> str:
+        return format_shape_ranges(self)
+
+
+_SHAPE_SECTIONS = ("getnext", "data")
+_SHAPE_RE = re.compile(r"\s*\[([^\[\]]*)\]\s*")
+
+
+def _parse_dim(token: str) -> DimRange:
+    """Rule: a dim is `N` (fixed, N >= 0), `-1` (unbounded) or `lo~hi` with 0 <= lo <= hi."""
+    t = token.strip()
+    if t == "-1":
+        return DimRange(0, None)
+    if re.fullmatch(_UINT, t):
+        n = _uint(t, "dimension")
+        return DimRange(n, n)
+    lo, sep, hi = t.partition("~")
+    if sep and re.fullmatch(_UINT, lo.strip()) and re.fullmatch(_UINT, hi.strip()):
+        lo_n, hi_n = _uint(lo, "lower bound"), _uint(hi, "upper bound")
+        if lo_n > hi_n:
+            raise ValueError(f"dimension range {_q(t)} has its lower bound above its upper bound")
+        return DimRange(lo_n, hi_n)
+    raise ValueError(f"bad dimension {_q(t)}; allowed: an int >= 0, -1, "
+                     "or lo~hi with 0 <= lo <= hi")
+
+
+def _parse_shape(inner: str) -> Shape:
+    """Rule: the text between `[` and `]` is empty (a scalar) or comma-separated dims."""
+    if not inner.strip():
+        return ()
+    return tuple(_parse_dim(token) for token in inner.split(","))
+
+
+def _parse_shape_list(body: str) -> tuple[Shape, ...]:
+    """Rule: one or more `[...]` shapes separated by `,` (whitespace around them allowed)."""
+    shapes, pos = [], 0
+    while True:
+        match = _SHAPE_RE.match(body, pos)
+        if not match:
+            raise ValueError(f"expected a shape like '[128,3~5,-1]' at {_q(body[pos:])}")
+        shapes.append(_parse_shape(match.group(1)))
+        pos = match.end()
+        if pos == len(body):
+            return tuple(shapes)
+        if body[pos] != ",":
+            raise ValueError(f"expected ',' between shapes at {_q(body[pos:])}")
+        pos += 1
+
+
+def parse_shape_ranges(text: str) -> ShapeRanges:
+    """`getnext:[..],[..];data:[..]`: `;`-separated sections, each name at most once."""
+    if not _require_text(text).strip():
+        raise ValueError("no shapes given; expected e.g. 'getnext:[128,3~5,-1];data:[]'")
+    sections: dict[str, tuple[Shape, ...]] = {}
+    for section in text.split(";"):
+        name, sep, body = section.partition(":")
+        name = name.strip()
+        if not sep:
+            raise ValueError(f"section {_q(section)} lacks 'name:'; "
+                             "expected 'getnext:[...]' or 'data:[...]'")
+        if name not in _SHAPE_SECTIONS:
+            raise ValueError(f"input kind {_q(name)} is unknown; allowed: 'getnext', 'data'")
+        if name in sections:
+            raise ValueError(f"input kind {_q(name)} is given twice; give each kind once")
+        sections[name] = _parse_shape_list(body)
+    return ShapeRanges(**sections)
+
+
+def format_shape_ranges(value: ShapeRanges) -> str:
+    """Canonical text: `getnext` then `data`, empty sections omitted, no spaces."""
+    parts = []
+    for name in _SHAPE_SECTIONS:
+        shapes = getattr(value, name)
+        if shapes:
+            parts.append(name + ":" + ",".join("[" + ",".join(map(str, s)) + "]" for s in shapes))
+    return ";".join(parts)
+
+
+# --------------------------------------------------------------------------- stream parallelism
+
+STREAM_ENGINES = ("DNN_VM_TF", "DNN_V100")  # AI CPU engine, AI Core engine
+STREAM_PARALLEL_RANGE = (1, 13)
+
+
+def parse_stream_parallel(text: str) -> tuple[tuple[str, int], ...]:
+    """`ENGINE:N[,ENGINE:N]`: engines from STREAM_ENGINES, each once, N in [1, 13]; order kept."""
+    pairs: list[tuple[str, int]] = []
+    lo, hi = STREAM_PARALLEL_RANGE
+    for item in _require_text(text).split(","):
+        engine, sep, number = (part.strip() for part in item.partition(":"))
+        if not sep:
+            raise ValueError(f"item {_q(item)} is not 'ENGINE:N' (e.g. 'DNN_VM_TF:10')")
+        if engine not in STREAM_ENGINES:
+            raise ValueError(f"engine {_q(engine)} is unknown; "
+                             f"allowed: {', '.join(STREAM_ENGINES)}")
+        if any(engine == seen for seen, _ in pairs):
+            raise ValueError(f"engine {_q(engine)} is given twice; give each engine once")
+        n = _uint(number, f"parallelism for {engine}")
+        if not lo <= n <= hi:
+            raise ValueError(f"parallelism {n} for {engine} is out of range; allowed: [{lo}, {hi}]")
+        pairs.append((engine, n))
+    return tuple(pairs)
+
+
+def format_stream_parallel(value: tuple[tuple[str, int], ...]) -> str:
+    """Canonical text: `ENGINE:N` items joined by `,`, in the given order."""
+    return ",".join(f"{engine}:{n}" for engine, n in value)
+
+
+# --------------------------------------------------------------------------- JSON helpers
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json hook: a key given twice is an error (json.loads would silently keep the last)."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"key {_q(key)} appears twice in one JSON object")
+        result[key] = value
+    return result
+
+
+def _load_json_object(text: str, what: str) -> dict[str, Any]:
+    """Rule: the text is JSON whose top level is an object; errors say where parsing stopped."""
+    try:
+        data = json.loads(_require_text(text), object_pairs_hook=_reject_duplicate_keys)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{what} is not valid JSON: {err.msg} at line {err.lineno} column "
+                         f"{err.colno}, near {_q(err.doc[err.pos:err.pos + 30])}") from None
+    except RecursionError:
+        raise ValueError(f"{what} is nested too deeply to be read") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} must be a JSON object {{...}}, got {_q(data)}")
+    return data
+
+
+def _check_keys(obj: dict[str, Any], allowed: Collection[str], where: str) -> None:
+    """Rule: every key of `obj` is one of `allowed`; the message names the key and the choices."""
+    for key in obj:
+        if key not in allowed:
+            raise ValueError(f"unknown key {_q(key)} in {where}; allowed: {', '.join(allowed)}")
+
+
+def _on_off(value: object, where: str) -> bool:
+    """Rule: switch values are exactly the strings "on" or "off"."""
+    if not isinstance(value, str) or value not in ("on", "off"):
+        raise ValueError(f"value {_q(value)} for {where} is not allowed; allowed: \"on\", \"off\"")
+    return value == "on"
+
+
+# --------------------------------------------------------------------------- fusion switch
+
+FUSION_GROUPS = {"GraphFusion": "graph_fusion", "UBFusion": "ub_fusion"}
+Switches = tuple[tuple[str, bool], ...]
+
+
+def _canonical_switches(entries: Switches, group: str) -> Switches:
+    """Sort by pass name (the canonical order); a name must be a non-empty string, once."""
+    names = [name for name, _ in entries]
+    for name, state in entries:
+        if not isinstance(name, str) or not name or not isinstance(state, bool):
+            raise ValueError(f"{group} entry {_q((name, state))} needs a non-empty name and a bool")
+        if names.count(name) > 1:
+            raise ValueError(f"{group} pass {_q(name)} is given twice")
+    return tuple(sorted(entries))
+
+
+@dataclass(frozen=True)
+class FusionSwitch:
+    """The fusion switch file: per group, (pass name, on?) pairs sorted by name."""
+    graph_fusion: Switches = ()
+    ub_fusion: Switches = ()
+
+    def __post_init__(self) -> None:
+        for group, field in FUSION_GROUPS.items():
+            object.__setattr__(self, field, _canonical_switches(tuple(getattr(self, field)), group))
+
+    def state(self, group: str, name: str) -> bool | None:
+        """A named entry wins; else the group's "ALL" entry; else None (the default, on)."""
+        field = FUSION_GROUPS.get(group, group)
+        if field not in FUSION_GROUPS.values():
+            raise ValueError(f"fusion group {_q(group)} is unknown; "
+                             f"allowed: {', '.join(FUSION_GROUPS)}")
+        switches = dict(getattr(self, field))
+        return switches.get(name, switches.get("ALL"))
+
+
+def parse_fusion_switch(text: str) -> FusionSwitch:
+    """`{"Switch": {"GraphFusion": {name: "on"|"off"}, "UBFusion": {...}}}`; groups optional."""
+    data = _load_json_object(text, "fusion switch file")
+    _check_keys(data, ("Switch",), "the top level")
+    if "Switch" not in data or not isinstance(data["Switch"], dict):
+        raise ValueError('expected {"Switch": {"GraphFusion": {...}, "UBFusion": {...}}}')
+    groups = data["Switch"]
+    _check_keys(groups, tuple(FUSION_GROUPS), '"Switch"')
+    fields = {}
+    for group, passes in groups.items():
+        if not isinstance(passes, dict):
+            raise ValueError(f"{group} must be an object of pass name -> \"on\"/\"off\", "
+                             f"got {_q(passes)}")
+        fields[FUSION_GROUPS[group]] = tuple(
+            (name, _on_off(state, f"{group} pass {name!r}")) for name, state in passes.items())
+    return FusionSwitch(**fields)
+
+
+def format_fusion_switch(value: FusionSwitch) -> str:
+    """Canonical text: JSON with sorted keys; an empty group is omitted."""
+    groups = {group: {name: "on" if on else "off" for name, on in getattr(value, field)}
+              for group, field in FUSION_GROUPS.items() if getattr(value, field)}
+    return json.dumps({"Switch": groups}, sort_keys=True, ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------- mixed precision lists
+
+MIX_LISTS = {"black-list": "black", "white-list": "white", "gray-list": "gray"}
+MIX_ACTIONS = {"to-add": "add", "to-remove": "remove"}
+
+
+@dataclass(frozen=True)
+class MixListEdits:
+    """Edits to the mixed-precision op lists; each field keeps the given order, without repeats."""
+    black_add: tuple[str, ...] = ()
+    black_remove: tuple[str, ...] = ()
+    white_add: tuple[str, ...] = ()
+    white_remove: tuple[str, ...] = ()
+    gray_add: tuple[str, ...] = ()
+    gray_remove: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for list_name, short in MIX_LISTS.items():
+            for action, verb in MIX_ACTIONS.items():
+                ops = getattr(self, f"{short}_{verb}")
+                if not (isinstance(ops, (tuple, list))
+                        and all(isinstance(op, str) and op for op in ops)):
+                    raise ValueError(f'"{list_name}" "{action}" must be a list of non-empty '
+                                     f"op names, got {_q(ops)}")
+                object.__setattr__(self, f"{short}_{verb}", tuple(dict.fromkeys(ops)))
+            both = set(self.get(list_name, "to-add")) & set(self.get(list_name, "to-remove"))
+            if both:
+                raise ValueError(f"op {_q(min(both))} is both added to and removed from "
+                                 f'"{list_name}"')
+        # An op can sit on one list only, so adding it to two lists is contradictory.
+        added = [op for name in MIX_LISTS for op in self.get(name, "to-add")]
+        twice = sorted({op for op in added if added.count(op) > 1})
+        if twice:
+            raise ValueError(f"op {_q(twice[0])} is added to more than one list; "
+                             "an op can be on one list only")
+
+    def get(self, list_name: str, action: str) -> tuple[str, ...]:
+        """The ops for e.g. ("black-list", "to-add")."""
+        if list_name not in MIX_LISTS or action not in MIX_ACTIONS:
+            raise ValueError(f"unknown list/action {_q((list_name, action))}; allowed lists: "
+                             f"{', '.join(MIX_LISTS)}; actions: {', '.join(MIX_ACTIONS)}")
+        return getattr(self, f"{MIX_LISTS[list_name]}_{MIX_ACTIONS[action]}")
+
+
+def _strip_line_comments(text: str) -> str:
+    """Drop `// ...` up to the end of a line, except inside JSON strings (the seed uses them)."""
+    out, i, in_string = [], 0, False
+    while i < len(text):
+        ch = text[i]
+        if in_string:
+            if ch == "\\":  # copy the escaped character too, so `\"` does not end the string
+                out.append(text[i:i + 2])
+                i += 2
+                continue
+            in_string = ch != '"'
+        elif ch == '"':
+            in_string = True
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            # Keep the newline, so line numbers in JSON errors still match the user's file.
+            i = len(text) if end < 0 else end
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def parse_mixlist(text: str) -> MixListEdits:
+    """`{"black-list": {"to-add": [...], "to-remove": [...]}, "white-list": ..., "gray-list": ...}`.
+
+    Lists and actions are optional; `//` line comments are allowed."""
+    data = _load_json_object(_strip_line_comments(_require_text(text)), "mixlist file")
+    _check_keys(data, tuple(MIX_LISTS), "the top level")
+    fields = {}
+    for list_name, actions in data.items():
+        if not isinstance(actions, dict):
+            raise ValueError(f'"{list_name}" must be an object with "to-add"/"to-remove", '
+                             f"got {_q(actions)}")
+        _check_keys(actions, tuple(MIX_ACTIONS), f'"{list_name}"')
+        for action, ops in actions.items():
+            if not isinstance(ops, list):
+                raise ValueError(f'"{list_name}" "{action}" must be a list of op names, '
+                                 f"got {_q(ops)}")
+            fields[f"{MIX_LISTS[list_name]}_{MIX_ACTIONS[action]}"] = tuple(ops)
+    return MixListEdits(**fields)
+
+
+def format_mixlist(value: MixListEdits) -> str:
+    """Canonical text: JSON without comments; lists and actions in a fixed order, empty omitted."""
+    data: dict[str, dict[str, list[str]]] = {}
+    for list_name in MIX_LISTS:
+        for action in MIX_ACTIONS:
+            if value.get(list_name, action):
+                data.setdefault(list_name, {})[action] = list(value.get(list_name, action))
+    return json.dumps(data, ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------- op precision ini
+
+OP_PRECISION_MODES = ("high_precision", "high_performance")
+_OP_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def parse_op_precision_ini(text: str) -> tuple[tuple[str, str], ...]:
+    """Lines `OpType=mode`, each op type once, at least one line; errors give the line number.
+
+    Blank lines, `#` and `;` comment lines and `[section]` header lines are skipped."""
+    entries: dict[str, tuple[str, int]] = {}
+    # Split on real line ends only: str.splitlines() would also split on \x0b, \u2028 and others.
+    for number, raw in enumerate(re.split(r"\r\n|\r|\n", _require_text(text)), start=1):
+        line = raw.strip()
+        if not line or line[0] in "#;" or re.fullmatch(r"\[[^\]]*\]", line):
+            continue
+        op, sep, mode = (part.strip() for part in line.partition("="))
+        if not sep or not _OP_TYPE.fullmatch(op):
+            raise ValueError(f"line {number}: {_q(line)} is not 'OpType=mode' "
+                             "(e.g. 'AvgPoolV2=high_precision')")
+        if mode not in OP_PRECISION_MODES:
+            raise ValueError(f"line {number}: mode {_q(mode)} for {op} is not allowed; "
+                             f"allowed: {', '.join(OP_PRECISION_MODES)}")
+        if op in entries:
+            raise ValueError(f"line {number}: op type {_q(op)} is already set "
+                             f"on line {entries[op][1]}")
+        entries[op] = (mode, number)
+    if not entries:
+        raise ValueError("no 'OpType=mode' entries found (e.g. 'AvgPoolV2=high_precision')")
+    return tuple((op, mode) for op, (mode, _) in entries.items())
+
+
+def format_op_precision_ini(value: tuple[tuple[str, str], ...]) -> str:
+    """Canonical text: one `OpType=mode` line per entry, in order, ending with a newline."""
+    return "".join(f"{op}={mode}\n" for op, mode in value)
+
+
+# --------------------------------------------------------------------------- dump steps
+
+DUMP_STEP_MAX_ITEMS = 100
+
+
+def parse_dump_step(text: str) -> tuple[tuple[int, int], ...]:
+    """`0|5|10-20`: `|`-separated steps `N` or ranges `A-B` (A <= B), ascending, not overlapping.
+
+    Each item becomes an inclusive (first, last) pair; `N` is (N, N); at most 100 items."""
+    items = _require_text(text).split("|")
+    if len(items) > DUMP_STEP_MAX_ITEMS:
+        raise ValueError(f"{len(items)} items given; allowed: at most {DUMP_STEP_MAX_ITEMS}")
+    steps: list[tuple[int, int]] = []
+    for item in items:
+        first, sep, last = item.partition("-")
+        a = _uint(first, "step")
+        b = _uint(last, "step") if sep else a
+        if a > b:
+            raise ValueError(f"range {_q(item.strip())} is descending; write 'A-B' with A <= B")
+        if steps and a <= steps[-1][1]:
+            raise ValueError(f"item {_q(item.strip())} does not come after the item before it; "
+                             "items must be in ascending order and must not overlap")
+        steps.append((a, b))
+    return tuple(steps)
+
+
+def format_dump_step(value: tuple[tuple[int, int], ...]) -> str:
+    """Canonical text: `N` for a single step, `A-B` for a range, joined by `|`."""
+    return "|".join(str(a) if a == b else f"{a}-{b}" for a, b in value)
+
+
+def dump_step_contains(steps: tuple[tuple[int, int], ...], n: int) -> bool:
+    """True when step `n` is selected by the parsed `steps` (ascending, so bisect is enough)."""
+    i = bisect.bisect_right(steps, (n, float("inf"))) - 1
+    return i >= 0 and steps[i][0] <= n <= steps[i][1]
+
+
+# --------------------------------------------------------------------------- memory sizes
+
+MEMORY_SIZE_MAX = 256 * 1024 ** 3  # 274877906944 bytes, the seed's upper bound
+
+
+def parse_memory_size(value: int | str) -> int:
+    """Bytes as an int (not bool) or a decimal-digit string; in [0, 274877906944]."""
+    if isinstance(value, str):
+        n = _uint(value, "memory size")
+    elif isinstance(value, int) and not isinstance(value, bool):
+        n = value
+    else:
+        raise ValueError(f"memory size {_q(value)} must be an int or a string of digits")
+    if not 0 <= n <= MEMORY_SIZE_MAX:
+        raise ValueError(f"memory size {n} is out of range; allowed: [0, {MEMORY_SIZE_MAX}] bytes")
+    return n
+
+
+def format_memory_size(n: int) -> str:
+    """Canonical text: the decimal number of bytes."""
+    return str(parse_memory_size(n))
+
+
+# --------------------------------------------------------------------------- paths
+
+def _path_char_ok(ch: str) -> bool:
+    """Rule: ASCII letters, digits, `_ - .`, CJK (U+4E00-U+9FFF, U+3400-U+4DBF), and `/`."""
+    return (ch.isascii() and (ch.isalnum() or ch in "_-./")) or \
+        "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf"
+
+
+def check_path_chars(path: str) -> str:
+    """Check the seed's character rule; `~` (home) is allowed as the whole first component.
+
+    The rule applies to the text the user wrote, not to their home directory; the returned path
+    has `~` expanded."""
+    if not _require_text(path):
+        raise ValueError("path is empty")
+    home = path == "~" or path.startswith("~/")
+    for i, ch in enumerate(path):
+        if not (_path_char_ok(ch) or (home and i == 0)):
+            raise ValueError(f"path {_q(path)} has character {ch!r} (U+{ord(ch):04X}) "
+                             f"at index {i}; "
+                             "allowed: letters a-z A-Z, digits, '_', '-', '.', Chinese characters, "
+                             "'/' between components, and '~' as the first component")
+    return os.path.expanduser(path) if home else path
+
+
+# --------------------------------------------------------------------------- name and device lists
+
+def parse_comma_list(text: str, allowed: Collection[str] | None = None) -> tuple[str, ...]:
+    """Comma-separated names (whitespace around them stripped), each non-empty and given once.
+
+    A name may not contain whitespace; with `allowed`, every name must be one of them."""
+    names: list[str] = []
+    for item in _require_text(text).split(","):
+        name = item.strip()
+        if not name or any(ch.isspace() for ch in name):
+            raise ValueError(f"name {_q(name)} in {_q(text)} is empty or contains whitespace")
+        if name in names:
+            raise ValueError(f"name {_q(name)} is given twice")
+        if allowed is not None and name not in allowed:
+            choices = ", ".join(sorted(map(str, allowed)))
+            raise ValueError(f"name {_q(name)} is not allowed; allowed: {choices}")
+        names.append(name)
+    return tuple(names)
+
+
+def format_comma_list(names: tuple[str, ...]) -> str:
+    """Canonical text: the names joined by `,`."""
+    return ",".join(names)
+
+
+DEVICE_ID_MAX = 7
+
+
+def parse_device_list(text: str) -> tuple[int, ...]:
+    """Comma-separated device ids, ints in [0, 7], each once, at least one; order kept."""
+    ids: list[int] = []
+    for item in _require_text(text).split(","):
+        n = _uint(item, "device id")
+        if n > DEVICE_ID_MAX:
+            raise ValueError(f"device id {n} is out of range; allowed: [0, {DEVICE_ID_MAX}]")
+        if n in ids:
+            raise ValueError(f"device id {n} is given twice")
+        ids.append(n)
+    return tuple(ids)
+
+
+def format_device_list(value: tuple[int, ...]) -> str:
+    """Canonical text: the ids joined by `,`."""
+    return ",".join(map(str, value))
+
+
+# --------------------------------------------------------------------------- profiling options
+
+AIC_METRICS = ("ArithmeticUtilization", "PipeUtilization", "Memory", "MemoryL0",
+               "ResourceConflictRatio", "MemoryUB")
+_SWITCH_KEYS = ("training_trace", "task_trace", "aicpu", "l2", "hccl", "msproftx",
+                "runtime_api", "task_time")
+STORAGE_LIMIT_MB = (200, 4294967295)
+
+
+def _check_string(key: str, value: object, non_empty: bool = False) -> str:
+    """Rule: a JSON string (for `output`, also non-empty)."""
+    if not isinstance(value, str) or (non_empty and not value):
+        raise ValueError(f"value {_q(value)} for {key!r} is not allowed; allowed: a "
+                         f"{'non-empty ' if non_empty else ''}string")
+    return value
+
+
+def _check_choice(choices: tuple[str, ...]) -> Callable[[str, object], str]:
+    """A check that the value is one of `choices` (strings)."""
+    def check(key: str, value: object) -> str:
+        if not isinstance(value, str) or value not in choices:
+            raise ValueError(f"value {_q(value)} for {key!r} is not allowed; "
+                             f"allowed: {', '.join(choices)}")
+        return value
+    return check
+
+
+def _check_storage_limit(key: str, value: object) -> str:
+    """Rule: `<N>MB` with N in [200, 4294967295]; canonicalised without leading zeros."""
+    lo, hi = STORAGE_LIMIT_MB
+    match = re.fullmatch(r"([0-9]{1,20})MB", value) if isinstance(value, str) else None
+    if not match or not lo <= int(match.group(1)) <= hi:
+        raise ValueError(f"value {_q(value)} for {key!r} is not allowed; allowed: '<N>MB' "
+                         f"with N in [{lo}, {hi}]")
+    return f"{int(match.group(1))}MB"
+
+
+_PROFILING_CHECKS: dict[str, Callable[[str, object], str]] = {
+    "output": lambda key, value: _check_string(key, value, non_empty=True),
+    "fp_point": _check_string,
+    "bp_point": _check_string,
+    "aic_metrics": _check_choice(AIC_METRICS),
+    "storage_limit": _check_storage_limit,
+    **{key: _check_choice(("on", "off")) for key in _SWITCH_KEYS},
+}
+
+
+@dataclass(frozen=True)
+class ProfilingOptions:
+    """Profiling options as (key, value) pairs sorted by key; values are canonical strings."""
+    items: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        checked = {}
+        for key, value in dict(self.items).items():
+            if key not in _PROFILING_CHECKS:
+                raise ValueError(f"unknown profiling option {_q(key)}; allowed: "
+                                 f"{', '.join(sorted(_PROFILING_CHECKS))}")
+            checked[key] = _PROFILING_CHECKS[key](key, value)
+        if len(checked) != len(self.items):
+            raise ValueError(f"a profiling option is given twice in {_q(self.items)}")
+        object.__setattr__(self, "items", tuple(sorted(checked.items())))
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        """The value for `key`, or `default` when it is not set."""
+        return dict(self.items).get(key, default)
+
+    def is_on(self, key: str) -> bool:
+        """True when an on/off option is set to "on"; unset counts as off."""
+        return self.get(key) == "on"
+
+
+def parse_profiling_options(text: str) -> ProfilingOptions:
+    """A JSON object of the known profiling keys, each with its allowed values."""
+    return ProfilingOptions(tuple(_load_json_object(text, "profiling options").items()))
+
+
+def format_profiling_options(value: ProfilingOptions) -> str:
+    """Canonical text: compact JSON with sorted keys."""
+    return json.dumps(dict(value.items), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
