@@ -24,19 +24,18 @@ def _probe(body):
     return eval(out.strip().splitlines()[-1])
 
 
-def test_constructing_a_config_imports_no_tensorflow_and_is_fast():
-    elapsed, heavy = _probe("import npurun\nnpurun.NPURunConfig(iterations_per_loop=10, "
+# How fast these are is measured in bench/config_startup.py, not asserted here.
+def test_constructing_a_config_imports_no_tensorflow():
+    _, heavy = _probe("import npurun\nnpurun.NPURunConfig(iterations_per_loop=10, "
                             "precision_mode='allow_mix_precision', save_checkpoints_steps=20)")
     assert heavy == []
-    assert elapsed < 1.0
 
 
-def test_explain_imports_no_tensorflow_and_is_fast():
-    elapsed, heavy = _probe("from npurun.cli import main\nimport contextlib, io\n"
+def test_explain_imports_no_tensorflow():
+    _, heavy = _probe("from npurun.cli import main\nimport contextlib, io\n"
                             "with contextlib.redirect_stdout(io.StringIO()):\n"
                             "    main(['explain', '--set', 'iterations_per_loop=10'])")
     assert heavy == []
-    assert elapsed < 1.0
 
 
 def test_explain_has_one_row_per_option(capsys):
