@@ -6,6 +6,7 @@ TensorFlow.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import warnings
 
@@ -69,9 +70,21 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def _quiet_tensorflow() -> None:
+    """Keep TensorFlow's start-up chatter and its notes about npurun's own v1 calls off the console."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    import tensorflow as tf
+
+    tf.get_logger().setLevel(logging.ERROR)
+
+
 def cmd_train(args) -> int:
     config = _build_config_or_exit(args)
-    from .example.digits import run_example  # imports TensorFlow
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    _quiet_tensorflow()
+    from .example.digits import run_example
 
     result = run_example(config, train_steps=args.steps, model_dir=args.model_dir, export_dir=args.export_dir)
     print(f"accuracy: {result['accuracy']:.4f}")

@@ -63,7 +63,8 @@ def base_config_proto(options: Options):
     if options.get("session_config") is not None:
         proto.CopyFrom(options["session_config"])
         param_map.strip_npu_optimizer(proto)
-    if not proto.HasField("allow_soft_placement"):
+    else:
+        # As tf.estimator did: ops without a kernel on the chosen device fall back to the CPU.
         proto.allow_soft_placement = True
     return proto
 
