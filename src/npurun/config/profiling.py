@@ -13,16 +13,14 @@ _OPTIONS = (
            codec=Scalar("profiling_mode", "b"),
            rule="True or False; True needs profiling_options with an 'output' directory",
            doc="Turn profiling on.",
-           mechanism="per-step RunMetadata collection (only when on: nothing runs per step otherwise)",
-           pending=True),
+           mechanism="per-step RunMetadata collection (only when on: nothing runs per step otherwise)"),
     Option("profiling_options", None,
            parsed(parsers.parse_profiling_options, "a JSON object string of profiling options"), Kind.EFFECT,
            codec=Scalar("profiling_options", "s"),
            rule='a JSON string, e.g. {"output": "/tmp/profiling", "training_trace": "on", "task_trace": "on", '
                 '"fp_point": "", "bp_point": ""}',
            doc="What to profile and where to write it.",
-           mechanism="training_trace -> per-iteration CSV/JSON; task_trace -> Chrome trace JSON, under output",
-           pending=True),
+           mechanism="training_trace -> per-iteration CSV/JSON; task_trace -> Chrome trace JSON, under output"),
 )
 
 

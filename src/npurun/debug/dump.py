@@ -1,0 +1,107 @@
+"""TensorDumpHook: the tensors of selected ops at selected steps (`DumpConfig(enable_dump=True)`).
+
+Mechanism: at a selected step, `before_run` adds the selected tensors to the run's fetches, so
+their values come from the very run that trains (no second run, no graph change); at other steps
+it adds nothing. Rules:
+- Steps: `dump_step` (None: every step), numbered as in `steps.StepTracker`. With
+  `iterations_per_loop` N > 1 a host call covers N steps; it is dumped when any of them is
+  selected, records carry `step` (the first) and `last_step`.
+- Ops: those the run executes anyway (`graph_scan.fan_in` of its fetches), in topological order,
+  restricted to `dump_layer` (space-separated exact op names; None: all). Names in `dump_layer`
+  that the run does not execute are reported once with a warning.
+- Tensors: `dump_mode` "output" (each output slot), "input" (each input slot; the value is the
+  producer's output, or the fed value) or "all" (inputs then outputs). Only fetchable tensors
+  (`graph_scan.is_fetchable`): ops inside a device loop or a v1 cond branch cannot be fetched and
+  are skipped (the loop's results outside it are dumped).
+- Data: `dump_data="tensor"` writes .npy files plus statistics, `"stats"` statistics only
+  (format: `dump_files`). One dump directory per session: `<dump_path>/<mode>-<timestamp>`.
+- Fetching a tensor keeps Grappler from fusing its op away during that run, so a dumped op runs
+  unfused at dump steps; values are the same up to floating-point rounding.
+"""
+from __future__ import annotations
+
+import logging
+
+import tensorflow as tf
+
+from .dump_files import DumpWriter
+from .graph_scan import RunScanner, is_fetchable
+from .steps import StepTracker
+
+log = logging.getLogger(__name__)
+
+
+def selected_tensors(graph, ops, layer, dump_mode: str) -> list[tuple[str, int, object, object]]:
+    """(io, slot, tensor, op) for each tensor to dump, in op order, inputs before outputs."""
+    chosen = []
+    for op in ops:
+        if layer is not None and op.name not in layer:
+            continue
+        if dump_mode in ("input", "all"):
+            chosen += [("input", i, t, op) for i, t in enumerate(op.inputs) if is_fetchable(graph, t)]
+        if dump_mode in ("output", "all"):
+            chosen += [("output", i, t, op) for i, t in enumerate(op.outputs) if is_fetchable(graph, t)]
+    return chosen
+
+
+class TensorDumpHook(tf.compat.v1.train.SessionRunHook):
+    def __init__(self, dump_config, mode: str, steps_per_run: int = 1, writer: DumpWriter | None = None):
+        self._steps = dump_config.steps
+        layer = dump_config.dump_layer
+        self._layer = frozenset(layer.split()) if layer else None
+        self._mode = dump_config.dump_mode
+        self._data = dump_config.dump_data
+        self._tracker = StepTracker(mode, steps_per_run)
+        self._writer = writer or DumpWriter(dump_config.dump_path, mode)
+        self._pending = None
+        self._warned_missing = False
+
+    @property
+    def path(self) -> str | None:
+        """This session's dump directory (None until something was written)."""
+        return self._writer.path
+
+    def begin(self):
+        self._tracker.begin()
+        self._scanner = RunScanner(tf.compat.v1.get_default_graph())
+
+    def after_create_session(self, session, coord):
+        self._tracker.sync(session)
+
+    def before_run(self, run_context):
+        self._pending = None
+        if not self._tracker.selected(self._steps):
+            return None
+        ops = self._scanner.ops(run_context.original_args)
+        self._warn_missing(ops)
+        chosen = selected_tensors(self._scanner.graph, ops, self._layer, self._mode)
+        if not chosen:
+            return None
+        self._pending = chosen
+        # Keyed by tensor name: a tensor that is both an output and another op's input is fetched once.
+        return tf.compat.v1.train.SessionRunArgs({t.name: t for _, _, t, _ in chosen})
+
+    def after_run(self, run_context, run_values):
+        step = self._tracker.step
+        span = self._tracker.advance(run_context.session)
+        if self._pending is None:
+            return
+        extra = {"last_step": step + span - 1} if span > 1 else {}
+        values = run_values.results
+        for io, slot, tensor, op in self._pending:
+            self._writer.write(kind="tensor", step=step, op=op.name, op_type=op.type, io=io, slot=slot,
+                               tensor=tensor.name, value=values[tensor.name], data=self._data, **extra)
+        self._pending = None
+
+    def end(self, session):
+        self._writer.close()
+
+    def _warn_missing(self, ops) -> None:
+        if self._layer is None or self._warned_missing:
+            return
+        self._warned_missing = True
+        missing = sorted(self._layer - {op.name for op in ops})
+        if missing:
+            log.warning("DumpConfig dump_layer: %s not executed by this run (not in the graph, inside a "
+                        "device loop or not needed for the fetches); nothing is dumped for them",
+                        ", ".join(missing))

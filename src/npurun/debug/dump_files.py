@@ -1,0 +1,150 @@
+"""The on-disk dump format, shared by tensor dumps, overflow dumps and exception dumps.
+
+Layout (rules):
+- One *dump directory* per session (or per exception): `<root>/<mode>-<YYYYmmddTHHMMSS.ffffff>`,
+  created on the first write, so a session that dumps nothing leaves nothing behind.
+- `index.jsonl` in it: one JSON object per tensor, appended and flushed as each tensor is
+  written (a crash keeps what was dumped). Keys: `kind` ("tensor", "overflow", "exception"),
+  `step`, `op`, `type`, `io` ("input" or "output"), `slot`, `tensor` (the TensorFlow tensor name
+  holding the value; for an input slot, the producer's output), `shape`, `dtype`, `file` (path
+  relative to the dump directory, or null when only statistics were written), `stats` (see
+  `stats.tensor_stats`, or null), `order` (execution rank within the step, or null), plus
+  optional extras (`last_step` when one host call ran several steps, `first` for overflows).
+- Tensors are `.npy` files under `step_<step>/` (or `<kind>/` when there is no step), with the
+  op name's `/` scopes as directories: `step_5/dense/MatMul.output.0.npy`. dtypes NumPy cannot
+  store (bfloat16, float8) are widened to float32; `dtype` keeps the original name.
+
+Standard library and NumPy only (the CLI reads dumps without importing TensorFlow).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from .stats import plain_array, tensor_stats
+
+INDEX_NAME = "index.jsonl"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-/]")
+
+
+def _timestamp() -> str:
+    return datetime.datetime.now().strftime("%Y%m%dT%H%M%S.%f")
+
+
+def new_run_dir(root: str, prefix: str) -> str:
+    """Create and return `<root>/<prefix>-<timestamp>`, never reusing an existing directory."""
+    os.makedirs(root, exist_ok=True)
+    base = os.path.join(root, f"{prefix}-{_timestamp()}")
+    path, n = base, 0
+    while True:
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:  # two sessions in the same microsecond
+            n += 1
+            path = f"{base}-{n}"
+
+
+def tensor_file(step: int | None, kind: str, op: str, io: str, slot: int) -> str:
+    """Relative path of one tensor's `.npy` file (see the layout rules)."""
+    folder = f"step_{step}" if step is not None else kind
+    if kind == "overflow" and step is not None:
+        folder += "/overflow"  # an op may be both dumped and reported as overflowing in one step
+    # Op names may hold '>' (and users' odd characters): keep the scopes, neutralise the rest,
+    # and never let a name climb out of the directory.
+    name = "/".join(part for part in _UNSAFE.sub("_", op).split("/") if part not in ("", ".", ".."))
+    return f"{folder}/{name}.{io}.{slot}.npy"
+
+
+class DumpWriter:
+    """Appends tensors and their index records to one dump directory, created lazily."""
+
+    def __init__(self, root: str, prefix: str, path: str | None = None):
+        self._root, self._prefix = root, prefix
+        self.path = path  # None until the first write
+        self._index = None
+
+    def _open(self) -> None:
+        if self.path is None:
+            self.path = new_run_dir(self._root, self._prefix)
+        if self._index is None:
+            self._index = open(os.path.join(self.path, INDEX_NAME), "a", encoding="utf-8")
+
+    def write(self, *, kind: str, step: int | None, op: str, op_type: str, io: str, slot: int,
+              tensor: str, value, data: str = "tensor", order: int | None = None, **extra) -> dict:
+        """Write one tensor (`data="tensor"`: .npy + stats; `"stats"`: stats only); return its record."""
+        self._open()
+        original = np.asarray(value)
+        array = plain_array(original)
+        record = {"kind": kind, "step": step, "op": op, "type": op_type, "io": io, "slot": slot,
+                  "tensor": tensor, "shape": list(array.shape), "dtype": original.dtype.name,
+                  "file": None, "stats": tensor_stats(array), "order": order, **extra}
+        if data == "tensor" and array.dtype.kind != "O":  # an object array np.save cannot store: stats only
+            relative = tensor_file(step, kind, op, io, slot)
+            target = os.path.join(self.path, relative)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            np.save(target, array, allow_pickle=False)
+            record["file"] = relative
+        self._index.write(json.dumps(record, sort_keys=True) + "\n")
+        self._index.flush()
+        return record
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+
+# --------------------------------------------------------------------------- reading
+
+@dataclass(frozen=True)
+class Dump:
+    """One dump directory and its index records, in the order they were written."""
+    path: str
+    records: tuple
+
+    def load(self, record: dict) -> np.ndarray:
+        """The tensor of `record` (raises ValueError when only statistics were dumped)."""
+        if not record.get("file"):
+            raise ValueError(f"{record['op']} {record['io']}:{record['slot']} was dumped as statistics only")
+        return np.load(os.path.join(self.path, record["file"]), allow_pickle=False)
+
+
+def is_dump_dir(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, INDEX_NAME))
+
+
+def dump_dirs(path: str) -> list[str]:
+    """Dump directories at `path`: itself if it holds an index, else its children that do (sorted)."""
+    if is_dump_dir(path):
+        return [path]
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"{path}: no such directory")
+    return sorted(os.path.join(path, name) for name in os.listdir(path)
+                  if is_dump_dir(os.path.join(path, name)))
+
+
+def read_records(path: str) -> Iterator[dict]:
+    with open(os.path.join(path, INDEX_NAME), encoding="utf-8") as index:
+        for number, line in enumerate(index, 1):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"{path}/{INDEX_NAME} line {number}: not JSON ({error})") from None
+
+
+def open_dump(path: str) -> Dump:
+    """The dump at `path` (a dump directory, or a root holding exactly one, else the newest)."""
+    found = dump_dirs(path)
+    if not found:
+        raise FileNotFoundError(f"{path}: no dump here (no {INDEX_NAME} in it or its subdirectories)")
+    # Directory names end in a sortable timestamp, so the last one is the newest session.
+    chosen = found[-1]
+    return Dump(chosen, tuple(read_records(chosen)))
