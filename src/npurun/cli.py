@@ -126,13 +126,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Subcommands owned by other packages: (module, registration function). Each module keeps its
+# heavy imports inside its handlers, so building the parser stays light.
+_COMMAND_PROVIDERS = (
+    ("npurun.debug.cli", "add_dump_commands"),
+    ("npurun.compat.cli", "add_compat_commands"),
+)
+
+
 def _add_optional_commands(commands) -> None:
-    """Subcommands owned by other packages register themselves here."""
-    try:
-        from .debug.cli import add_dump_commands
-    except ImportError:
-        return
-    add_dump_commands(commands)
+    from importlib import import_module
+
+    for module_name, function in _COMMAND_PROVIDERS:
+        getattr(import_module(module_name), function)(commands)
 
 
 def main(argv=None) -> int:

@@ -41,8 +41,8 @@ def test_add_dump_commands_registers_ls_show_compare_with_handlers():
     parser = argparse.ArgumentParser(prog="npurun")
     add_dump_commands(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["dump", "compare", "A", "B", "--rtol", "0.1"])
-    assert (args.a, args.b, args.rtol, args.atol) == ("A", "B", 0.1, 1e-8) and callable(args.func)
-    assert callable(parser.parse_args(["dump", "ls", "P"]).func)
+    assert (args.a, args.b, args.rtol, args.atol) == ("A", "B", 0.1, 1e-8) and callable(args.handler)
+    assert callable(parser.parse_args(["dump", "ls", "P"]).handler)
     assert parser.parse_args(["dump", "show", "P", "--op", "matmul", "--step", "2"]).op == "matmul"
 
 

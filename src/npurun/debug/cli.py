@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .compare import FAILING, compare_dumps, first_failure
-from .dump_files import dump_dirs, open_dump
+# The readers (and NumPy) are imported by the handlers, so registering these commands keeps
+# `npurun explain` light.
 
 
 def _fmt(value) -> str:
@@ -42,6 +42,8 @@ def _slot(record: dict) -> str:
 
 
 def cmd_ls(args, out=None) -> int:
+    from .dump_files import dump_dirs, open_dump
+
     out = out or sys.stdout
     try:
         found = dump_dirs(args.path)
@@ -61,6 +63,8 @@ def cmd_ls(args, out=None) -> int:
 
 
 def cmd_show(args, out=None) -> int:
+    from .dump_files import open_dump
+
     out = out or sys.stdout
     try:
         dump = open_dump(args.path)
@@ -84,6 +88,9 @@ def cmd_show(args, out=None) -> int:
 
 
 def cmd_compare(args, out=None) -> int:
+    from .compare import FAILING, compare_dumps, first_failure
+    from .dump_files import open_dump
+
     out = out or sys.stdout
     try:
         a, b = open_dump(args.a), open_dump(args.b)
@@ -118,18 +125,18 @@ def add_dump_commands(subparsers) -> argparse.ArgumentParser:
     commands.required = True
     ls = commands.add_parser("ls", help="list the tensors of a dump")
     ls.add_argument("path", help="a dump directory, or a dump_path holding several")
-    ls.set_defaults(func=cmd_ls)
+    ls.set_defaults(handler=cmd_ls)
     show = commands.add_parser("show", help="statistics of a dump's tensors")
     show.add_argument("path")
     show.add_argument("--op", help="only this op (exact name)")
     show.add_argument("--step", type=int, help="only this step")
-    show.set_defaults(func=cmd_show)
+    show.set_defaults(handler=cmd_show)
     compare = commands.add_parser("compare", help="compare two dumps op by op (exit 1 on a mismatch)")
     compare.add_argument("a")
     compare.add_argument("b")
     compare.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance (default 1e-5)")
     compare.add_argument("--atol", type=float, default=1e-8, help="absolute tolerance (default 1e-8)")
-    compare.set_defaults(func=cmd_compare)
+    compare.set_defaults(handler=cmd_compare)
     return dump
 
 
@@ -140,7 +147,7 @@ def main(argv=None) -> int:
     sub.required = True
     add_dump_commands(sub)
     args = parser.parse_args(argv)
-    return args.func(args)
+    return args.handler(args)
 
 
 if __name__ == "__main__":
