@@ -1,0 +1,29 @@
+"""`python -m npurun.compat {run,migrate,check,docs} ...`: the compat subcommands without the main CLI.
+
+`docs` prints docs/compat.md (the coverage table), generated from `npurun.compat.aliases`.
+"""
+import argparse
+import sys
+
+from .cli import add_compat_commands
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m npurun.compat")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_compat_commands(commands)
+    docs = commands.add_parser("docs", help="print docs/compat.md, generated from the coverage table")
+    docs.set_defaults(handler=_print_docs)
+    args = parser.parse_args(argv)
+    return args.handler(args)
+
+
+def _print_docs(args) -> int:
+    from .aliases import render_markdown
+
+    sys.stdout.write(render_markdown())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

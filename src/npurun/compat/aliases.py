@@ -1,0 +1,450 @@
+"""The coverage table: every public name of the Ascend TensorFlow adapter that scripts use, and what
+it is here.
+
+Each adapter module (`npu_bridge...`, `hccl...`) maps its names to one of:
+
+- `Mapped(target)`: the name is the npurun (or TensorFlow) object at `target`, given as
+  `"package.module:attribute"` or, for a whole module, `"package.module"`. Targets are resolved by
+  name when first used, so a target that this installation does not provide yet raises
+  `AdapterAPIError` naming the adapter name and the missing target.
+- `NoEffect(target, why)`: implemented by `target`, which does what the name means on a CPU/GPU;
+  that is nothing observable, so the first use warns (`UserWarning`) with `why`.
+- `Unsupported(why)`: cannot work here; any use (call, attribute, subclass, import of the module)
+  raises `AdapterAPIError` naming it and saying why.
+
+Nothing here imports TensorFlow. `docs/compat.md` is generated from this table by
+`render_markdown()` (a test keeps it current: `python -m npurun.compat docs > docs/compat.md`).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Mapping, Union
+
+
+class AdapterAPIError(ImportError, NotImplementedError):
+    """An adapter name that cannot work here, or whose npurun target is not available.
+
+    It is an ImportError (raised when such a module is imported) and a NotImplementedError (raised
+    when such a name is used).
+    """
+
+
+@dataclass(frozen=True)
+class Mapped:
+    target: str
+    note: str = ""
+    status = "mapped"
+
+
+@dataclass(frozen=True)
+class NoEffect:
+    target: str
+    why: str
+    status = "accepted, no effect here"
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    why: str
+    status = "unsupported"
+
+
+Entry = Union[Mapped, NoEffect, Unsupported]
+
+
+@dataclass(frozen=True)
+class AdapterModule:
+    """One module of the adapter: its names, and whether it is a package (has submodules)."""
+
+    name: str
+    doc: str
+    names: Mapping[str, Entry] = field(default_factory=dict)
+    package: bool = False
+
+
+def split_target(target: str) -> tuple[str, str | None]:
+    module, _, attribute = target.partition(":")
+    return module, attribute or None
+
+
+def _is_part_of(missing: ModuleNotFoundError, module_name: str) -> bool:
+    """Whether a ModuleNotFoundError is about `module_name` itself, a parent, or a module inside it."""
+    name = missing.name or ""
+    return bool(name) and (name == module_name or module_name.startswith(name + ".")
+                           or name.startswith(module_name + "."))
+
+
+def resolve(entry: Entry, adapter_name: str):
+    """The object `entry` stands for; AdapterAPIError naming `adapter_name` when it cannot be had.
+
+    A missing target module (or a missing module inside it, which a package's lazy attributes may
+    import) or a missing attribute means "not available yet"; any other error is raised as it is.
+    """
+    if isinstance(entry, Unsupported):
+        raise AdapterAPIError(f"{adapter_name} is not supported by npurun: {entry.why}")
+    module_name, attribute = split_target(entry.target)
+    try:
+        module = importlib.import_module(module_name)
+        if attribute is None:
+            return module
+        try:
+            return getattr(module, attribute)
+        except AttributeError:
+            reason = f"{module_name} has no {attribute!r}"
+    except ModuleNotFoundError as missing:
+        if not _is_part_of(missing, module_name):
+            raise
+        reason = f"no module {missing.name!r}"
+    error = AdapterAPIError(f"{adapter_name} maps to {_dotted(entry.target)}, which this installation of npurun "
+                            f"does not provide yet ({reason})")
+    error.reason = reason
+    raise error
+
+
+def availability(entry: Entry) -> str:
+    """'available', 'unsupported' or 'not available yet: <reason>' here (imports the target)."""
+    if isinstance(entry, Unsupported):
+        return "unsupported"
+    if is_adapter_module(entry):
+        return "available"
+    try:
+        resolve(entry, "it")
+    except AdapterAPIError as error:
+        return f"not available yet: {error.reason}"
+    return "available"
+
+
+def _dotted(target: str) -> str:
+    return target.replace(":", ".")
+
+
+# ---- the table -------------------------------------------------------------------------------------
+_DIST = "npurun.distribute"
+_EST = "npurun.estimator"
+_PREC = "npurun.precision"
+_SHIMS = "npurun.compat.shims"
+_OPS = "npurun.compat.npu_ops"
+
+_NO_NPU_SYSTEM = ("there is no NPU system to open or close on a CPU/GPU; the op it returns is a no-op")
+_NOT_KERAS3 = ("TF 2.21 ships Keras 3, which has no TF1 backend session or OptimizerV2 hooks to patch; "
+               "use NPUEstimator, or tf.compat.v1 optimizers with npu_distributed_optimizer_wrapper")
+_NPU_KERNEL = ("a fused Ascend kernel with no CPU/GPU kernel here; write it with TensorFlow ops")
+_P2P = ("point-to-point and remote-memory HCCL operations between NPU devices have no counterpart in "
+        "npurun's collectives (allreduce, broadcast, allgather, reduce_scatter, reduce)")
+
+NPU_CONFIG = {
+    "NPURunConfig": Mapped("npurun.config:NPURunConfig"),
+    "ProfilingConfig": Mapped("npurun.config:ProfilingConfig"),
+    "DumpConfig": Mapped("npurun.config:DumpConfig"),
+    "DynamicInputConfig": Unsupported(
+        "it feeds the dynamic_input_config option, which the product document marks as not supported; "
+        "use NPURunConfig(dynamic_input=..., dynamic_graph_execute_mode=..., dynamic_inputs_shape_range=...)"),
+    "NpuExecutePlacement": Unsupported(
+        "host/device placement of variables is an Ascend graph-engine decision with no CPU/GPU counterpart"),
+}
+NPU_ESTIMATOR = {
+    "NPUEstimator": Mapped(f"{_EST}:NPUEstimator"),
+    "NPUEstimatorSpec": Mapped(f"{_EST}:NPUEstimatorSpec"),
+}
+NPU_OPTIMIZER = {
+    "NPUOptimizer": Mapped(f"{_PREC}:NPUOptimizer"),
+    "NPUDistributedOptimizer": Mapped(f"{_DIST}:NPUDistributedOptimizer"),
+    "npu_distributed_optimizer_wrapper": Mapped(f"{_DIST}:npu_distributed_optimizer_wrapper"),
+    "allreduce": Mapped(f"{_SHIMS}:optimizer_allreduce",
+                        "allreduce(tensor, average=True): sum over ranks with npurun.distribute.allreduce, "
+                        "divided by get_rank_size() when average"),
+    "npu_allreduce": Mapped(f"{_DIST}:npu_allreduce"),
+    "KerasDistributeOptimizer": Unsupported(_NOT_KERAS3),
+}
+NPU_LOSS_SCALE_OPTIMIZER = {
+    "NPULossScaleOptimizer": Mapped(f"{_PREC}:NPULossScaleOptimizer"),
+}
+NPU_LOSS_SCALE_MANAGER = {
+    "FixedLossScaleManager": Mapped(f"{_PREC}:FixedLossScaleManager"),
+    "ExponentialUpdateLossScaleManager": Mapped(f"{_PREC}:ExponentialUpdateLossScaleManager"),
+}
+NPU_HOOK = {
+    "NPUBroadcastGlobalVariablesHook": Mapped(f"{_DIST}:NPUBroadcastGlobalVariablesHook"),
+    "broadcast_global_variables": Mapped(f"{_DIST}:broadcast_global_variables"),
+    "NPUCheckpointSaverHook": Mapped("tensorflow.compat.v1.train:CheckpointSaverHook",
+                                     "the adapter's subclass only adds a log line"),
+    "NPUOutputTensorHook": Mapped(f"{_SHIMS}:NPUOutputTensorHook",
+                                  "collects the tensors every step and calls output_fn every N steps and at the end"),
+}
+UTIL = {
+    "set_iteration_per_loop": Mapped("npurun.util:set_iteration_per_loop"),
+    "IterationPerLoop": Mapped("npurun.util:IterationPerLoop"),
+    "variable_initializer_in_host": Mapped(f"{_SHIMS}:variable_initializer_in_host",
+                                           "tf.compat.v1.variables_initializer (host and device are one here)"),
+    "npu_compile": Mapped(f"{_SHIMS}:npu_compile", "runs the fetches once, as the adapter does"),
+    "global_dict_init": Mapped(f"{_SHIMS}:global_dict_init"),
+    "set_value": Mapped(f"{_SHIMS}:set_value"),
+    "get_value": Mapped(f"{_SHIMS}:get_value"),
+    "set_graph_exec_config": Unsupported(
+        "per-fetch dynamic-shape attributes are read by the Ascend graph engine; set dynamic_input, "
+        "dynamic_graph_execute_mode and dynamic_inputs_shape_range on NPURunConfig instead"),
+}
+NPU_OPS = {
+    "dropout": Mapped(f"{_OPS}:dropout", "inverted dropout with keep_prob (tf.nn.dropout semantics)"),
+    "initialize_system": NoEffect(f"{_OPS}:initialize_system", _NO_NPU_SYSTEM),
+    "shutdown_system": NoEffect(f"{_OPS}:shutdown_system", _NO_NPU_SYSTEM),
+    "NPUInit": NoEffect(f"{_OPS}:initialize_system", _NO_NPU_SYSTEM),
+    "NPUShutdown": NoEffect(f"{_OPS}:shutdown_system", _NO_NPU_SYSTEM),
+    "LARS": Unsupported(_NPU_KERNEL),
+    "LARSV2": Unsupported(_NPU_KERNEL),
+    "basic_lstm_cell": Unsupported(_NPU_KERNEL + " (e.g. tf.compat.v1.nn.rnn_cell.BasicLSTMCell)"),
+    "adam_apply_one_assign": Unsupported(_NPU_KERNEL),
+    "adam_apply_one_with_decay_assign": Unsupported(_NPU_KERNEL),
+    "outfeed_enqueue_op": Unsupported("NPU outfeed channels do not exist here; fetch tensors with Session.run "
+                                      "or a SessionRunHook"),
+    "outfeed_dequeue_op": Unsupported("NPU outfeed channels do not exist here; fetch tensors with Session.run "
+                                      "or a SessionRunHook"),
+    "stop_outfeed_dequeue_op": Unsupported("NPU outfeed channels do not exist here"),
+}
+HCCL_OPS = {
+    "allreduce": Mapped(f"{_DIST}:allreduce"),
+    "broadcast": Mapped(f"{_DIST}:broadcast"),
+    "allgather": Mapped(f"{_DIST}:allgather"),
+    "reduce_scatter": Mapped(f"{_DIST}:reduce_scatter"),
+    "reduce": Mapped(f"{_DIST}.collectives:reduce"),
+    "send": Unsupported(_P2P),
+    "receive": Unsupported(_P2P),
+    "remote_read": Unsupported(_P2P),
+    "remote_ref_read": Unsupported(_P2P),
+    "remote_write": Unsupported(_P2P),
+    "remote_scatter_write": Unsupported(_P2P),
+    "all_to_all_v": Unsupported(_P2P),
+    "all_to_all_v_c": Unsupported(_P2P),
+    "gather_all_to_all_v": Unsupported(_P2P),
+}
+HCCL_MANAGE_API = {
+    "get_rank_id": Mapped(f"{_DIST}:get_rank_id"),
+    "get_rank_size": Mapped(f"{_DIST}:get_rank_size"),
+    "get_local_rank_id": Mapped(f"{_DIST}:get_local_rank_id"),
+    "get_local_rank_size": Mapped(f"{_DIST}:get_local_rank_size"),
+    "create_group": Mapped(f"{_DIST}:create_group"),
+    "destroy_group": Mapped(f"{_DIST}:destroy_group"),
+    "get_world_rank_from_group_rank": Mapped(f"{_DIST}:get_world_rank_from_group_rank"),
+    "get_group_rank_from_world_rank": Mapped(f"{_DIST}:get_group_rank_from_world_rank"),
+}
+_SPLIT_WHY = ("a hint for how HCCL packs gradient all-reduces; here TensorFlow's collectives decide the "
+              "packing (hcom_parallel controls overlap with the backward pass)")
+HCCL_SPLIT_API = {
+    "set_split_strategy_by_idx": NoEffect(f"{_SHIMS}:set_split_strategy_by_idx", _SPLIT_WHY),
+    "set_split_strategy_by_size": NoEffect(f"{_SHIMS}:set_split_strategy_by_size", _SPLIT_WHY),
+}
+_SCOPE_PLACEMENT = "an Ascend graph-engine placement attribute with no CPU/GPU counterpart"
+NPU_SCOPE = {
+    "without_npu_compile_scope": NoEffect(
+        f"{_SHIMS}:without_npu_compile_scope",
+        "nothing is compiled for an NPU here, so there is nothing to keep out; the block runs as written"),
+    "keep_dtype_scope": Unsupported("npurun.precision has no per-scope keep-dtype; keep op types in fp32 "
+                                    "with NPURunConfig(modify_mixlist=...) instead"),
+    "npu_variable_scope": Unsupported(_SCOPE_PLACEMENT),
+    "npu_stage_scope": Unsupported(_SCOPE_PLACEMENT),
+    "npu_mem_type_scope": Unsupported(_SCOPE_PLACEMENT),
+    "npu_weight_prefetch_scope": Unsupported(_SCOPE_PLACEMENT),
+    "op_specified_engine_scope": Unsupported(_SCOPE_PLACEMENT),
+}
+_UNSUPPORTED_MODULES = {
+    "npu_rnn": Unsupported("NPU fused RNN kernels (DynamicRNN/DynamicGRU); use tf.compat.v1.nn.dynamic_rnn"),
+    "keras_to_npu": Unsupported(_NOT_KERAS3),
+    "npu_strategy": Unsupported("the NPU tf.distribute strategy; npurun distributes through NPUEstimator "
+                                "and npurun.distribute"),
+    "npu_unary_ops": Unsupported(_NPU_KERNEL),
+}
+
+NPU_INIT = {
+    **{n: NPU_CONFIG[n] for n in ("NPURunConfig", "ProfilingConfig", "DumpConfig", "DynamicInputConfig")},
+    **NPU_ESTIMATOR,
+    **{n: NPU_OPTIMIZER[n] for n in ("NPUDistributedOptimizer", "NPUOptimizer", "KerasDistributeOptimizer")},
+    **{n: NPU_HOOK[n] for n in ("NPUCheckpointSaverHook", "NPUOutputTensorHook", "NPUBroadcastGlobalVariablesHook")},
+    **NPU_LOSS_SCALE_OPTIMIZER,
+    **NPU_LOSS_SCALE_MANAGER,
+    "npu_ops": Mapped("npu_bridge.estimator.npu_ops"),
+    "util": Mapped("npu_bridge.estimator.npu.util"),
+    "npu_scope": Mapped("npu_bridge.estimator.npu.npu_scope"),
+    "hccl_ops": Mapped("npu_bridge.hccl.hccl_ops"),
+    **_UNSUPPORTED_MODULES,
+    "config_pb2": Mapped("tensorflow.core.protobuf.config_pb2"),
+    "rewriter_config_pb2": Mapped("tensorflow.core.protobuf.rewriter_config_pb2"),
+    "RewriterConfig": Mapped("tensorflow.core.protobuf.rewriter_config_pb2:RewriterConfig",
+                             "TensorFlow's own; an NpuOptimizer entry in custom_optimizers is read as NPURunConfig "
+                             "options by NPURunConfig(session_config=...) and by tf.compat.v1.Session under npurun run"),
+    "session": Mapped("tensorflow.python.client.session"),
+    **HCCL_MANAGE_API,
+    **HCCL_SPLIT_API,
+    "npu_close": NoEffect(f"{_SHIMS}:npu_close", "there are no NPU resources to release"),
+    "npu_config_proto": Mapped(f"{_SHIMS}:npu_config_proto",
+                               "allow_soft_placement on; the remapper/XLA switches the adapter turns off for its "
+                               "graph engine are left to TensorFlow and NPURunConfig"),
+    "npu_session_config_init": Mapped(f"{_SHIMS}:npu_session_config_init",
+                                      "as npu_config_proto, plus an NpuOptimizer entry for NPURunConfig to read"),
+    "npu_run_config_init": Mapped(f"{_SHIMS}:npu_run_config_init",
+                                  "the run config (tf.estimator.RunConfig() if none) with that session config"),
+    "npu_hooks_append": Mapped(f"{_SHIMS}:npu_hooks_append",
+                               "appends NPUBroadcastGlobalVariablesHook(0, RANK_ID)"),
+    "npu_graph_options": NoEffect(f"{_SHIMS}:npu_graph_options",
+                                  "it turns XLA off for the Ascend graph engine; here XLA follows NPURunConfig"),
+    "npu_optimizer_options": NoEffect(f"{_SHIMS}:npu_optimizer_options",
+                                      "it turns XLA off for the Ascend graph engine; here XLA follows NPURunConfig"),
+    "set_keras_session_npu_config": Unsupported(_NOT_KERAS3),
+    "init_resource": Mapped(f"{_SHIMS}:init_resource",
+                            "a tf.compat.v1.Session and a no-op shutdown op; records the rank ids"),
+    "shutdown_resource": Mapped(f"{_SHIMS}:shutdown_resource"),
+    "close_session": Mapped(f"{_SHIMS}:close_session"),
+    "get_npu_rank_id": Mapped(f"{_SHIMS}:get_npu_rank_id", "the rank id init_resource recorded (default 0)"),
+    "get_npu_local_rank_id": Mapped(f"{_SHIMS}:get_npu_local_rank_id", "as recorded by init_resource (default 0)"),
+    "get_npu_rank_size": Mapped(f"{_SHIMS}:get_npu_rank_size", "as recorded by init_resource (default 1)"),
+}
+
+
+def _package(name: str, doc: str, *children: str, unsupported: Mapping[str, Entry] = None) -> AdapterModule:
+    names = {child: Mapped(f"{name}.{child}") for child in children}
+    names.update(unsupported or {})
+    return AdapterModule(name, doc, names, package=True)
+
+
+MODULES: dict[str, AdapterModule] = {m.name: m for m in (
+    _package("npu_bridge", "The adapter's top-level package.", "npu_init", "estimator", "hccl"),
+    AdapterModule("npu_bridge.npu_init", "What `from npu_bridge.npu_init import *` brings in.", NPU_INIT),
+    _package("npu_bridge.estimator", "Estimator-side modules.", "npu", "npu_ops",
+             unsupported={"npu_unary_ops": _UNSUPPORTED_MODULES["npu_unary_ops"],
+                          "npu_aicore_ops": Unsupported(_NPU_KERNEL)}),
+    _package("npu_bridge.estimator.npu", "Run config, estimator, optimizers, hooks and helpers.",
+             "npu_config", "npu_estimator", "npu_optimizer", "npu_loss_scale_optimizer", "npu_loss_scale_manager",
+             "npu_hook", "util", "npu_scope",
+             unsupported={k: _UNSUPPORTED_MODULES[k] for k in ("npu_rnn", "keras_to_npu", "npu_strategy")}),
+    AdapterModule("npu_bridge.estimator.npu.npu_config", "Run configuration.", NPU_CONFIG),
+    AdapterModule("npu_bridge.estimator.npu.npu_estimator", "The estimator.", NPU_ESTIMATOR),
+    AdapterModule("npu_bridge.estimator.npu.npu_optimizer", "Optimizer wrappers.", NPU_OPTIMIZER),
+    AdapterModule("npu_bridge.estimator.npu.npu_loss_scale_optimizer", "Loss scaling.", NPU_LOSS_SCALE_OPTIMIZER),
+    AdapterModule("npu_bridge.estimator.npu.npu_loss_scale_manager", "Loss scale managers.", NPU_LOSS_SCALE_MANAGER),
+    AdapterModule("npu_bridge.estimator.npu.npu_hook", "Session hooks.", NPU_HOOK),
+    AdapterModule("npu_bridge.estimator.npu.util", "Loop sinking for sess.run scripts, and helpers.", UTIL),
+    AdapterModule("npu_bridge.estimator.npu.npu_scope", "Graph scopes.", NPU_SCOPE),
+    AdapterModule("npu_bridge.estimator.npu_ops", "NPU operators.", NPU_OPS),
+    _package("npu_bridge.hccl", "Collective communication.", "hccl_ops"),
+    AdapterModule("npu_bridge.hccl.hccl_ops", "Collective operations.", HCCL_OPS),
+    _package("hccl", "HCCL's Python package.", "manage", "split"),
+    _package("hccl.manage", "Rank and group management.", "api"),
+    AdapterModule("hccl.manage.api", "Rank and group management.", HCCL_MANAGE_API),
+    _package("hccl.split", "Gradient split strategy.", "api"),
+    AdapterModule("hccl.split.api", "Gradient split strategy.", HCCL_SPLIT_API),
+)}
+
+ROOTS = ("npu_bridge", "hccl")
+
+# ---- what TensorFlow 2.21 lacks that such scripts use (attached while active) ----------------------
+_V1_TRAIN = "tensorflow.compat.v1.train"
+_PREMADE = ("premade (canned) estimators are not provided; write a model_fn and use tf.estimator.Estimator "
+            "(NPUEstimator)")
+TF_ESTIMATOR = {
+    "Estimator": Mapped("npurun.compat.tf_estimator:Estimator",
+                        "NPUEstimator with tf.estimator.Estimator's signature "
+                        "(model_fn, model_dir, config, params, warm_start_from)"),
+    "RunConfig": Mapped("npurun.compat.tf_estimator:RunConfig",
+                        "an NPURunConfig with tf.estimator.RunConfig's signature and defaults "
+                        "(save_summary_steps=100; save_checkpoints_secs=600 when neither checkpoint interval "
+                        "is given); arguments NPURunConfig does not accept (device_fn, protocol, "
+                        "experimental_distribute, ...) are dropped with a warning"),
+    "NPURunConfig": Mapped("npurun.config:NPURunConfig", "as spelled in the product document's migrated example"),
+    "NPUEstimator": Mapped(f"{_EST}:NPUEstimator"),
+    "EstimatorSpec": Mapped(f"{_EST}:EstimatorSpec"),
+    "ModeKeys": Mapped(f"{_EST}:ModeKeys"),
+    "TrainSpec": Mapped(f"{_EST}:TrainSpec"),
+    "EvalSpec": Mapped(f"{_EST}:EvalSpec"),
+    "train_and_evaluate": Mapped(f"{_EST}:train_and_evaluate"),
+    "NanLossDuringTrainingError": Mapped(f"{_EST}:NanLossDuringTrainingError"),
+    "export": Mapped(f"{_EST}.export", "ServingInputReceiver, PredictOutput, build_raw_serving_input_receiver_fn, "
+                                       "build_parsing_serving_input_receiver_fn"),
+    "inputs": Mapped("npurun.compat.tf_estimator:inputs",
+                     "numpy_input_fn (a tf.data pipeline with the same batching, epochs and shuffling)"),
+    **{hook: Mapped(f"{_V1_TRAIN}:{hook}") for hook in (
+        "SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues", "LoggingTensorHook",
+        "StopAtStepHook", "CheckpointSaverHook", "CheckpointSaverListener", "SummarySaverHook", "StepCounterHook",
+        "NanTensorHook", "FeedFnHook", "ProfilerHook", "GlobalStepWaiterHook", "FinalOpsHook",
+        "SecondOrStepTimer")},
+    **{premade: Unsupported(_PREMADE) for premade in (
+        "DNNClassifier", "DNNRegressor", "LinearClassifier", "LinearRegressor", "DNNLinearCombinedClassifier",
+        "DNNLinearCombinedRegressor", "BoostedTreesClassifier", "BoostedTreesRegressor", "BaselineClassifier",
+        "BaselineRegressor")},
+    **{exporter: Unsupported("exporters run from EvalSpec are not provided; call export_saved_model after "
+                             "training") for exporter in ("LatestExporter", "BestExporter", "FinalExporter", "Exporter")},
+}
+TF_LAYERS = {name: Mapped(f"npurun.compat.layers:{name}") for name in (
+    "dense", "conv2d", "max_pooling2d", "average_pooling2d", "dropout", "flatten", "batch_normalization")}
+TF_NAMESPACES = {
+    "tensorflow.estimator": AdapterModule(
+        "tensorflow.estimator", "`tf.estimator` and `tf.compat.v1.estimator` (TF 2.16+ has neither); attached "
+        "only when TensorFlow has no estimator of its own.", TF_ESTIMATOR),
+    "tensorflow.compat.v1.layers": AdapterModule(
+        "tensorflow.compat.v1.layers", "`tf.compat.v1.layers` (`tf.layers` with `import tensorflow.compat.v1 as "
+        "tf`): Keras 3 removed it. Thin functions on tf.compat.v1 variables with TF 1.x's variable names, "
+        "collections (trainable, UPDATE_OPS, REGULARIZATION_LOSSES) and defaults; attached only when TensorFlow's "
+        "own does not work.", TF_LAYERS),
+}
+
+
+def lookup(adapter_name: str) -> Entry | None:
+    """The entry for a dotted adapter name such as `npu_bridge.estimator.npu_ops.dropout`."""
+    module, _, name = adapter_name.rpartition(".")
+    table = MODULES.get(module)
+    return table.names.get(name) if table else None
+
+
+def unsupported_module(module_name: str) -> Unsupported | None:
+    """The Unsupported entry for a module its parent package marks unsupported, else None."""
+    entry = lookup(module_name)
+    return entry if isinstance(entry, Unsupported) else None
+
+
+def is_adapter_module(entry: Entry) -> bool:
+    return isinstance(entry, Mapped) and ":" not in entry.target and entry.target.split(".")[0] in ROOTS
+
+
+# ---- the published table ---------------------------------------------------------------------------
+def describe(entry: Entry) -> str:
+    if isinstance(entry, Unsupported):
+        return entry.why
+    target = f"`{_dotted(entry.target)}`"
+    if is_adapter_module(entry):
+        target = f"the module `{entry.target}` (below)"
+    text = target if isinstance(entry, Mapped) else f"{target}; {entry.why}"
+    note = getattr(entry, "note", "")
+    return f"{text}: {note}" if note else text
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_markdown() -> str:
+    """docs/compat.md: the coverage table and how to use `npurun run`, `migrate` and `check`."""
+    from .docs import FOOTER, HEADER
+
+    lines = [HEADER.rstrip("\n"), ""]
+    counts: dict[str, int] = {}
+    for module in MODULES.values():
+        if module.package:
+            continue
+        for entry in module.names.values():
+            counts[entry.status] = counts.get(entry.status, 0) + 1
+    lines.append("Totals over the module tables (a name re-exported by `npu_init` counts again there): "
+                 + ", ".join(f"{status}: {n}" for status, n in sorted(counts.items())) + ".")
+    lines.append("")
+    for module in [*MODULES.values(), *TF_NAMESPACES.values()]:
+        if module.name == "tensorflow.estimator":
+            lines += ["## TensorFlow names provided while active", ""]
+        lines.append(f"### `{module.name}`" + (" (package)" if module.package else ""))
+        lines.append("")
+        lines.append(module.doc)
+        lines.append("")
+        lines.append("| name | status | here |")
+        lines.append("|---|---|---|")
+        for name, entry in module.names.items():
+            lines.append(f"| `{name}` | {entry.status} | {_cell(describe(entry))} |")
+        lines.append("")
+    lines.append(FOOTER.rstrip("\n"))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,84 @@
+"""The `run`, `migrate` and `check` subcommands; `add_compat_commands(subparsers)` registers them."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def cmd_run(args) -> int:
+    from .run import run_script
+
+    return run_script(args.script, args.args)
+
+
+def cmd_migrate(args) -> int:
+    from .migrate import migrate_file
+
+    try:
+        migration = migrate_file(args.script)
+    except OSError as error:
+        print(f"npurun migrate: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # libcst's parser errors
+        print(f"npurun migrate: cannot parse {args.script}: {error}", file=sys.stderr)
+        return 2
+    if args.diff:
+        sys.stdout.write(migration.diff(args.script))
+    elif args.in_place:
+        if migration.changed:
+            with open(args.script, "w", encoding="utf-8") as handle:
+                handle.write(migration.migrated)
+    else:
+        sys.stdout.write(migration.migrated)
+    print(migration.report(args.script), file=sys.stderr)
+    return 0
+
+
+def cmd_check(args) -> int:
+    from .check import check_file, render_json, render_text
+
+    try:
+        findings = check_file(args.script)
+    except (OSError, SyntaxError) as error:
+        print(f"npurun check: {error}", file=sys.stderr)
+        return 2
+    render = render_json if args.format == "json" else render_text
+    print(render(findings, args.script))
+    return 1 if any(f.error for f in findings) else 0
+
+
+def add_compat_commands(subparsers) -> None:
+    """Add `run`, `migrate` and `check` to the `npurun` command's subparsers."""
+    run = subparsers.add_parser(
+        "run", help="run an Ascend adapter script unmodified on this machine",
+        description="Run SCRIPT as __main__ with ARGS, with npurun's compatibility layer active: "
+                    "`npu_bridge...` and `hccl...` imports resolve to npurun (see docs/compat.md), and "
+                    "TensorFlow 2.21 gets tf.estimator, tf.compat.v1.layers and NpuOptimizer-aware "
+                    "sessions. The exit status is the script's.")
+    run.add_argument("script", help="the training script")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    run.set_defaults(handler=cmd_run)
+
+    migrate = subparsers.add_parser(
+        "migrate", help="rewrite a tf.estimator / Horovod script into npurun's NPU form",
+        description="Rewrite tf.estimator.RunConfig -> NPURunConfig, tf.estimator.Estimator -> NPUEstimator, "
+                    "hvd.rank() -> get_rank_id() (and the other Horovod calls it knows), the rank-0-only "
+                    "checkpoint pattern `x if rank() == 0 else None` -> `... else 0`, and remove RunConfig "
+                    "arguments NPURunConfig does not accept, adding the npurun imports. Prints the migrated "
+                    "source (default), a unified diff (--diff) or rewrites the file (--in-place); the report "
+                    "of every change and of what it could not migrate goes to stderr. A second run changes "
+                    "nothing.")
+    migrate.add_argument("script")
+    mode = migrate.add_mutually_exclusive_group()
+    mode.add_argument("--diff", action="store_true", help="print a unified diff; do not write")
+    mode.add_argument("--in-place", action="store_true", help="rewrite the script file")
+    migrate.set_defaults(handler=cmd_migrate)
+
+    check = subparsers.add_parser(
+        "check", help="report the NPU options and adapter APIs a script uses and how each behaves here",
+        description="Statically report every NPURunConfig / RunConfig keyword, every NpuOptimizer "
+                    "parameter_map entry, every Ascend adapter name and every TensorFlow name TF 2.21 lacks "
+                    "that SCRIPT uses, with its status here. Exit status 1 when something will raise here.")
+    check.add_argument("script")
+    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.set_defaults(handler=cmd_check)

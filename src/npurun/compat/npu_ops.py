@@ -1,0 +1,43 @@
+"""`npu_bridge.estimator.npu_ops` names implemented here (see the coverage table for the rest)."""
+from __future__ import annotations
+
+import numbers
+
+
+def dropout(x, keep_prob, noise_shape=None, seed=None, name=None):
+    """Inverted dropout: each element is kept with probability `keep_prob` and scaled by 1/keep_prob.
+
+    The adapter's `npu_ops.dropout(x, keep_prob, noise_shape=None, seed=None, name=None)`, with
+    `tf.nn.dropout`'s semantics (`rate = 1 - keep_prob`): `x` must be floating point, a numeric
+    `keep_prob` must lie in (0, 1] (`ValueError` otherwise), `keep_prob == 1.0` returns `x` itself,
+    `noise_shape` broadcasts one keep/drop decision over dimensions of size 1, and `seed` combines
+    with the graph seed as TensorFlow's random ops do. `keep_prob` may be a scalar tensor.
+    """
+    import tensorflow as tf
+
+    x = tf.convert_to_tensor(x, name="x")
+    if not x.dtype.is_floating:
+        raise ValueError(f"npu_ops.dropout: x must be a floating point tensor (it is scaled); got {x.dtype.name}")
+    if isinstance(keep_prob, numbers.Real) and not isinstance(keep_prob, bool):
+        if not 0 < keep_prob <= 1:
+            raise ValueError(f"npu_ops.dropout: keep_prob must be a scalar tensor or a number in (0, 1]; "
+                             f"got {keep_prob!r}")
+        if keep_prob == 1:
+            return x
+    with tf.name_scope(name or "dropout"):
+        keep = tf.cast(keep_prob, x.dtype)
+        return tf.nn.dropout(x, rate=1 - keep, noise_shape=noise_shape, seed=seed)
+
+
+def initialize_system(name=None):
+    """A no-op op standing for the adapter's NPU system initialisation (nothing to open here)."""
+    import tensorflow as tf
+
+    return tf.no_op(name=name or "NPUInit")
+
+
+def shutdown_system(name=None):
+    """A no-op op standing for the adapter's NPU system shutdown (nothing to close here)."""
+    import tensorflow as tf
+
+    return tf.no_op(name=name or "NPUShutdown")

@@ -1,0 +1,60 @@
+"""`npurun run script.py [args]`: run an Ascend adapter script unmodified, with the compat layer active.
+
+The script runs as `__main__` (as `python script.py args` would run it): `sys.argv` is
+`[script.py, *args]`, its directory is first on `sys.path`, and `npurun.compat.activate()` is in effect
+for the whole run, so `npu_bridge` / `hccl` imports, `tf.estimator` and `tf.compat.v1.layers` resolve to
+npurun. Its exit status is the script's. npurun's own log (logger "npurun": loss and step, steps per
+second, evaluation results) is shown at INFO level on stderr, as `npurun train` shows it, unless the
+script or the environment configured that logger already.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import runpy
+import sys
+
+
+def run_script(path: str, args=()) -> int:
+    """Run `path` as __main__ with `args`; the exit status it ends with (0 if it just returns)."""
+    from . import active
+
+    path = os.path.abspath(path)
+    if not os.path.isfile(path):
+        print(f"npurun run: no such script: {path}", file=sys.stderr)
+        return 2
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [path, *args]
+    sys.path.insert(0, os.path.dirname(path))
+    try:
+        with active(), _npurun_log():
+            runpy.run_path(path, run_name="__main__")
+    except SystemExit as done:
+        code = done.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    return 0
+
+
+@contextlib.contextmanager
+def _npurun_log():
+    logger = logging.getLogger("npurun")
+    if logger.handlers or logger.level != logging.NOTSET:
+        yield
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s:npurun:%(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)

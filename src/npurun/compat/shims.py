@@ -1,0 +1,245 @@
+"""Small adapter functions and classes implemented here (the coverage table says which names use them).
+
+They keep the adapter's signatures and meaning; where the meaning needs another npurun module
+(ranks and collectives from `npurun.distribute`) it is looked up by name when called, so a module
+that is not available yet gives `AdapterAPIError` naming it.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+
+from . import aliases
+
+_WORLD = "hccl_world_group"
+
+
+def _distribute(name: str, adapter_name: str):
+    return aliases.resolve(aliases.Mapped(f"npurun.distribute:{name}"), adapter_name)
+
+
+# ---- npu_optimizer.allreduce ----------------------------------------------------------------
+def optimizer_allreduce(tensor, average=True):
+    """npu_optimizer.allreduce: the sum over all ranks (the mean when `average`); IndexedSlices are gathered."""
+    import tensorflow as tf
+
+    name = "npu_bridge.estimator.npu.npu_optimizer.allreduce"
+    size = _distribute("get_rank_size", name)()
+    if isinstance(tensor, tf.IndexedSlices):
+        allgather = _distribute("allgather", name)
+        values = allgather(tensor.values, size)
+        if average:
+            values = values / tf.cast(size, values.dtype)
+        return tf.IndexedSlices(values, allgather(tensor.indices, size), dense_shape=tensor.dense_shape)
+    summed = _distribute("allreduce", name)(tensor, "sum")
+    return summed / tf.cast(size, summed.dtype) if average else summed
+
+
+# ---- npu_hook ---------------------------------------------------------------------------------------
+def _output_tensor_hook_class():
+    import tensorflow as tf
+
+    class NPUOutputTensorHook(tf.compat.v1.train.SessionRunHook):
+        """Fetches `tensors` every step and passes the collected values to `output_fn`.
+
+        `output_fn(list_of_dicts)` is called every `output_every_n_steps` host steps (0: only at the
+        end) and at the end for what is left. `dependencies` become control dependencies of the
+        fetched tensors, as in the adapter.
+        """
+
+        def __init__(self, tensors, dependencies=None, output_fn=None, output_every_n_steps=0):
+            if not isinstance(output_every_n_steps, int) or output_every_n_steps < 0:
+                raise ValueError(f"NPUOutputTensorHook: output_every_n_steps must be an int >= 0; "
+                                 f"got {output_every_n_steps!r}")
+            self._output_fn = output_fn
+            self._every = output_every_n_steps
+            self._outputs = []
+            self._steps = 0
+            self._tensors = None
+            if tensors is not None:
+                if not isinstance(tensors, dict):
+                    tensors = {getattr(t, "name", str(t)): t for t in tensors}
+                if dependencies is not None:
+                    deps = dependencies if isinstance(dependencies, (list, tuple)) else [dependencies]
+                    with tf.control_dependencies(deps):
+                        tensors = {key: tf.identity(value) for key, value in tensors.items()}
+                self._tensors = tensors
+
+        def before_run(self, run_context):
+            if self._tensors is not None:
+                return tf.compat.v1.train.SessionRunArgs(self._tensors)
+            return None
+
+        def after_run(self, run_context, run_values):
+            if self._tensors is not None:
+                self._outputs.append(dict(run_values.results))
+            self._steps += 1
+            if self._every and self._steps % self._every == 0:
+                self._flush()
+
+        def end(self, session):
+            if self._outputs:
+                self._flush()
+
+        def _flush(self):
+            if self._output_fn is not None:
+                self._output_fn(list(self._outputs))
+            self._outputs.clear()
+
+    return NPUOutputTensorHook
+
+
+def __getattr__(name):
+    if name == "NPUOutputTensorHook":
+        value = _output_tensor_hook_class()
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---- util -------------------------------------------------------------------------------------------
+def variable_initializer_in_host(var_list):
+    """An op initialising `var_list` (host and device are the same process here)."""
+    import tensorflow as tf
+
+    return tf.compat.v1.variables_initializer(var_list, name="var_in_host")
+
+
+def npu_compile(sess, *fetches):
+    """Run `fetches` once (the adapter compiles the graph by running it)."""
+    sess.run(fetches)
+
+
+_global_dict: dict = {}
+
+
+def global_dict_init():
+    _global_dict.clear()
+
+
+def set_value(key, value):
+    _global_dict[key] = value
+
+
+def get_value(key, def_value=None):
+    return _global_dict.get(key, def_value)
+
+
+# ---- hccl.split.api ---------------------------------------------------------------------------------
+def _check_split(values, what):
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, (int, float)) and v >= 0 for v in values):
+        raise ValueError(f"{what}: expected a list of non-negative numbers; got {values!r}")
+
+
+def set_split_strategy_by_idx(idxList, group=_WORLD):  # noqa: N803 (the adapter's argument name)
+    """Validated, then nothing: TensorFlow's collectives decide how gradients are packed here."""
+    _check_split(idxList, "set_split_strategy_by_idx")
+
+
+def set_split_strategy_by_size(dataSizeList, group=_WORLD):  # noqa: N803
+    """Validated, then nothing: TensorFlow's collectives decide how gradients are packed here."""
+    _check_split(dataSizeList, "set_split_strategy_by_size")
+
+
+# ---- npu_scope --------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def without_npu_compile_scope():
+    """The block runs as written (nothing is compiled for an NPU here)."""
+    yield
+
+
+# ---- npu_init helpers -------------------------------------------------------------------------------
+def npu_close():
+    """Nothing to release here."""
+
+
+def npu_config_proto(config_proto=None):
+    """A ConfigProto (the given one, or a new one) with soft placement on and placement logging off."""
+    from tensorflow.core.protobuf import config_pb2
+
+    if not isinstance(config_proto, config_pb2.ConfigProto):
+        config_proto = config_pb2.ConfigProto()
+    config_proto.allow_soft_placement = True
+    config_proto.log_device_placement = False
+    return config_proto
+
+
+def npu_session_config_init(session_config=None):
+    """npu_config_proto plus an NpuOptimizer entry (added once), which NPURunConfig reads as options."""
+    from ..config import param_map
+
+    session_config = npu_config_proto(session_config)
+    if param_map.find_npu_optimizer(session_config) is None:
+        param_map.add_npu_optimizer(session_config, {})
+    return session_config
+
+
+def npu_run_config_init(run_config=None):
+    """The run config (a new tf.estimator.RunConfig if none) with an NPU session config."""
+    from ..config import NPURunConfig
+    from .tf_estimator import RunConfig
+
+    if not isinstance(run_config, NPURunConfig):
+        run_config = RunConfig()
+    return run_config.replace(session_config=npu_session_config_init(run_config.session_config))
+
+
+def npu_hooks_append(hooks_list=None):
+    """`hooks_list` (a new list if it is not one) with NPUBroadcastGlobalVariablesHook(0, RANK_ID) appended."""
+    hook_class = _distribute("NPUBroadcastGlobalVariablesHook", "npu_bridge.npu_init.npu_hooks_append")
+    if not isinstance(hooks_list, list):
+        hooks_list = []
+    hooks_list.append(hook_class(0, int(os.getenv("RANK_ID", "0"))))
+    return hooks_list
+
+
+def npu_graph_options(graph_options=None):
+    """The GraphOptions given (a new one if none), unchanged."""
+    from tensorflow.core.protobuf import config_pb2
+
+    return graph_options if isinstance(graph_options, config_pb2.GraphOptions) else config_pb2.GraphOptions()
+
+
+def npu_optimizer_options(optimizer_options=None):
+    """The OptimizerOptions given (a new one if none), unchanged."""
+    from tensorflow.core.protobuf import config_pb2
+
+    if isinstance(optimizer_options, config_pb2.OptimizerOptions):
+        return optimizer_options
+    return config_pb2.OptimizerOptions()
+
+
+def init_resource():
+    """A session and a shutdown op, as the adapter's init_resource; records the rank ids for get_npu_*."""
+    import tensorflow as tf
+
+    from .npu_ops import initialize_system, shutdown_system
+
+    name = "npu_bridge.npu_init.init_resource"
+    global_dict_init()
+    sess = tf.compat.v1.Session(config=npu_session_config_init())
+    sess.run(initialize_system())
+    set_value("npu_rank_id", _distribute("get_rank_id", name)())
+    set_value("npu_local_rank_id", _distribute("get_local_rank_id", name)())
+    set_value("npu_rank_size", _distribute("get_rank_size", name)())
+    return sess, shutdown_system()
+
+
+def shutdown_resource(sess, npu_shutdown):
+    sess.run(npu_shutdown)
+
+
+def close_session(sess):
+    sess.close()
+
+
+def get_npu_rank_id():
+    return get_value("npu_rank_id", 0)
+
+
+def get_npu_local_rank_id():
+    return get_value("npu_local_rank_id", 0)
+
+
+def get_npu_rank_size():
+    return get_value("npu_rank_size", 1)

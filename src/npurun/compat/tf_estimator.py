@@ -1,0 +1,344 @@
+"""What Ascend / tf.estimator scripts expect of TensorFlow, provided on TensorFlow 2.21 while active.
+
+`attach(module)` (called when TensorFlow and `tensorflow.compat.v1` are imported under the compat layer)
+adds:
+
+- `tf.estimator` and `tf.compat.v1.estimator` (TF 2.16+ has neither), built from
+  `aliases.TF_ESTIMATOR`: `Estimator` is NPUEstimator with tf.estimator's signature, `RunConfig` an
+  NPURunConfig with tf.estimator's signature and defaults, the specs, `train_and_evaluate`, the
+  session hooks, `inputs.numpy_input_fn`;
+- `tf.compat.v1.layers` (also seen as `tf.layers` after `import tensorflow.compat.v1 as tf`) when
+  TensorFlow's own does not work (Keras 3 removed it): `npurun.compat.layers`;
+- `tf.compat.v1.Session` reading an `NpuOptimizer` entry of its ConfigProto (`npurun.compat.session`);
+- `tf.compat.v1.disable_v2_behavior()` / `disable_resource_variables()` that keep resource variables,
+  with a warning (loop sinking runs the step in a `tf.while_loop`, which needs them).
+
+Nothing is replaced that works already: on a TensorFlow that still has `tf.estimator`, it stays.
+`detach()` restores every attribute it changed.
+"""
+from __future__ import annotations
+
+import inspect
+import sys
+from importlib import import_module
+import types
+import warnings
+
+from ..config import NPURunConfig
+from . import aliases
+
+# (object, attribute, had_it, old_value) for every attribute attach() set, in order.
+_changes: list = []
+
+
+class Namespace(types.ModuleType):
+    """A module-like namespace whose names come from a table of `aliases` entries."""
+
+    def __init__(self, table: aliases.AdapterModule):
+        super().__init__(table.name, table.doc)
+        self._table = table
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        entry = self._table.names.get(name)
+        if entry is None:
+            raise AttributeError(f"{self.__name__}.{name} is not provided by npurun's compatibility layer "
+                                 f"(TensorFlow 2.21 has no tf.estimator; see docs/compat.md for what is)")
+        from .finder import is_placeholder, materialize
+
+        value = materialize(self.__name__, name, entry)
+        if not is_placeholder(value):
+            self.__dict__[name] = value
+        return value
+
+    def __dir__(self):
+        return sorted(self._table.names)
+
+
+# ---- RunConfig -------------------------------------------------------------------------------------
+# tf.estimator.RunConfig's parameters, in order (positional use maps by this order), with its defaults.
+TF_RUN_CONFIG_PARAMETERS = (
+    ("model_dir", None), ("tf_random_seed", None), ("save_summary_steps", 100),
+    ("save_checkpoints_steps", None), ("save_checkpoints_secs", None), ("session_config", None),
+    ("keep_checkpoint_max", 5), ("keep_checkpoint_every_n_hours", 10000), ("log_step_count_steps", 100),
+    ("train_distribute", None), ("device_fn", None), ("protocol", None), ("eval_distribute", None),
+    ("experimental_distribute", None), ("experimental_max_worker_delay_secs", None),
+    ("session_creation_timeout_secs", 7200), ("checkpoint_save_graph_def", True),
+)
+TF_DEFAULT_CHECKPOINT_SECS = 600  # tf.estimator.RunConfig saves every 600 s when no interval is given
+
+
+class _RunConfigMeta(type):
+    # Any NPURunConfig is a RunConfig, as the adapter's NPURunConfig subclasses tf.estimator.RunConfig.
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, NPURunConfig)
+
+    def __subclasscheck__(cls, subclass):
+        return issubclass(subclass, NPURunConfig)
+
+
+class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
+    """`tf.estimator.RunConfig` as an NPURunConfig.
+
+    Takes tf.estimator.RunConfig's arguments (positionally too) with its defaults: summaries every 100
+    steps, a checkpoint every 600 seconds when neither `save_checkpoints_steps` nor
+    `save_checkpoints_secs` is given. Arguments NPURunConfig does not accept (`device_fn`,
+    `protocol`, `experimental_distribute`, `experimental_max_worker_delay_secs`,
+    `session_creation_timeout_secs`, `checkpoint_save_graph_def`) are dropped, with a warning when
+    given a non-default value. NPURunConfig's own options are accepted as keywords too.
+    """
+
+    def __init__(self, *args, **kwargs):
+        names = [name for name, _ in TF_RUN_CONFIG_PARAMETERS]
+        if len(args) > len(names):
+            raise TypeError(f"RunConfig() takes at most {len(names)} positional arguments ({len(args)} given)")
+        for name, value in zip(names, args):
+            if name in kwargs:
+                raise TypeError(f"RunConfig() got multiple values for argument {name!r}")
+            kwargs[name] = value
+        defaults = dict(TF_RUN_CONFIG_PARAMETERS)
+        options = {}
+        for name, value in kwargs.items():
+            if name in NPURunConfig.OPTIONS:
+                options[name] = value
+            elif name in defaults:
+                if value is not defaults[name] and value != defaults[name]:
+                    warnings.warn(f"tf.estimator.RunConfig: argument {name}={value!r} is dropped: NPURunConfig does "
+                                  f"not accept it", UserWarning, stacklevel=2)
+            else:
+                raise TypeError(f"RunConfig() got an unexpected keyword argument {name!r}")
+        options.setdefault("save_summary_steps", defaults["save_summary_steps"])
+        if options.get("save_checkpoints_steps") is None and options.get("save_checkpoints_secs") is None:
+            options.pop("save_checkpoints_steps", None)
+            options["save_checkpoints_secs"] = TF_DEFAULT_CHECKPOINT_SECS
+        super().__init__(**options)
+
+
+RunConfig.__init__.__signature__ = inspect.Signature(
+    [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    + [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+       for name, default in TF_RUN_CONFIG_PARAMETERS])
+
+
+# ---- Estimator (built on first use: it imports npurun.estimator) -------------------------------------
+def _make_estimator():
+    base = aliases.resolve(aliases.TF_ESTIMATOR["NPUEstimator"], "tf.estimator.Estimator")
+
+    class Estimator(base):
+        """`tf.estimator.Estimator(model_fn, model_dir, config, params, warm_start_from)` as an NPUEstimator.
+
+        `config` may be a `tf.estimator.RunConfig` (an NPURunConfig here) or an NPURunConfig.
+        """
+
+        def __init__(self, model_fn, model_dir=None, config=None, params=None, warm_start_from=None):
+            super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
+                             warm_start_from=warm_start_from)
+
+    Estimator.__module__ = "tensorflow.estimator"
+    Estimator.__qualname__ = "Estimator"
+    return Estimator
+
+
+# ---- inputs.numpy_input_fn --------------------------------------------------------------------------
+def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_capacity=1000, num_threads=1):
+    """tf.estimator.inputs.numpy_input_fn as a tf.data pipeline.
+
+    `x` is an array or a dict of arrays (features), `y` an array or dict or None. `shuffle` must be
+    given (True or False), as in TF 1.x. `num_epochs=None` repeats forever; otherwise the last batch
+    may be smaller. `queue_capacity` is the shuffle buffer; `num_threads` is accepted.
+    """
+    import numpy as np
+    import tensorflow as tf
+
+    if not isinstance(shuffle, bool):
+        raise ValueError(f"numpy_input_fn: shuffle must be given as a bool; got {shuffle!r}")
+    arrays = dict(x) if isinstance(x, dict) else np.asarray(x)
+    lengths = {len(v) for v in (arrays.values() if isinstance(arrays, dict) else [arrays])}
+    if y is not None:
+        lengths |= {len(v) for v in (y.values() if isinstance(y, dict) else [y])}
+    if len(lengths) != 1:
+        raise ValueError(f"numpy_input_fn: x and y must have the same length; got lengths {sorted(lengths)}")
+
+    def input_fn():
+        elements = arrays if y is None else (arrays, y)
+        dataset = tf.data.Dataset.from_tensor_slices(elements)
+        if shuffle:
+            dataset = dataset.shuffle(max(int(queue_capacity), 1))
+        dataset = dataset.repeat(num_epochs).batch(batch_size)
+        return dataset.prefetch(1)
+
+    return input_fn
+
+
+inputs = types.SimpleNamespace(numpy_input_fn=numpy_input_fn)
+
+
+def __getattr__(name):
+    if name == "Estimator":
+        value = _make_estimator()
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---- attach / detach -------------------------------------------------------------------------------
+def _raw(obj):
+    """The module behind one of TensorFlow's module wrappers (or the object itself)."""
+    return vars(obj).get("_tfmw_wrapped_module", obj)
+
+
+def _has(obj, attribute) -> bool:
+    try:
+        getattr(obj, attribute)
+    except Exception:  # TensorFlow's lazy loaders raise more than AttributeError
+        return False
+    return True
+
+
+def _set_all(objects, attribute, value):
+    """Set `attribute` on every object, remembering each one's module state from before any change.
+
+    Setting on a TensorFlow module wrapper also sets on the module it wraps, so the state is taken
+    from the wrapped module, once, before the first change.
+    """
+    before = {}
+    for obj in objects:
+        raw = _raw(obj)
+        if id(raw) not in before:
+            before[id(raw)] = (attribute in vars(raw), vars(raw).get(attribute))
+    for obj in objects:
+        had, old = before[id(_raw(obj))]
+        _changes.append((obj, attribute, had, old))
+        setattr(obj, attribute, value)
+
+
+def _remove(obj, attribute):
+    raw = _raw(obj)
+    vars(raw).pop(attribute, None)
+    if raw is not obj:  # a wrapper: its dict, its public-name list and its lookup cache
+        vars(obj).pop(attribute, None)
+        names = vars(obj).get("__all__")
+        if isinstance(names, list) and attribute in names:
+            names.remove(attribute)
+        try:
+            obj._fastdict_pop(attribute)
+        except Exception:  # not cached
+            pass
+
+
+def _v1_objects(tf):
+    """Every object a script may reach as `tf.compat.v1` (TensorFlow wraps the module more than once)."""
+    candidates = [getattr(getattr(tf, "compat", None), "v1", None), sys.modules.get("tensorflow.compat.v1"),
+                  sys.modules.get("tensorflow._api.v2.compat.v1")]
+    candidates += [_raw(c) for c in candidates if c is not None]
+    unique = []
+    for candidate in candidates:
+        if candidate is not None and all(candidate is not u for u in unique):
+            unique.append(candidate)
+    return unique
+
+
+def _layers_work(v1) -> bool:
+    try:
+        return callable(v1.layers.dense)
+    except Exception:  # Keras 3's lazy loader raises AttributeError (and may raise others)
+        return False
+
+
+_patched: list = []  # the objects attach() has adjusted
+ESTIMATOR_MODULE_NAMES = ("tensorflow.estimator", "tensorflow.compat.v1.estimator")
+
+
+def _shared():
+    """The estimator namespace and the Session class, made once and set everywhere."""
+    if not _shared.values:
+        from tensorflow.python.client import session as tf_session
+
+        from . import session
+
+        try:  # before tf.compat.v1.Session is replaced: npurun.util's NPUSession subclasses TensorFlow's own
+            import_module("npurun.util")
+        except ImportError:  # not built yet: an NpuOptimizer session then raises AdapterAPIError naming it
+            pass
+
+        _shared.values = (Namespace(aliases.TF_NAMESPACES["tensorflow.estimator"]),
+                          session.session_class(tf_session.Session), _resource_variable_guards())
+    return _shared.values
+
+
+KEEP_RESOURCE_VARIABLES = (
+    "npurun run keeps resource variables: {name}() would switch tf.compat.v1 variables to ref variables, and "
+    "loop sinking (iterations_per_loop, util.set_iteration_per_loop) runs the training step inside a "
+    "tf.while_loop, which needs resource variables; everything else {name}() does is done")
+
+
+def _resource_variable_guards() -> dict:
+    """`disable_v2_behavior` / `disable_resource_variables` that keep resource variables, with a warning."""
+    import functools
+
+    from tensorflow.python.compat import v2_compat
+    from tensorflow.python.ops import resource_variables_toggle
+
+    def warn(name):
+        warnings.warn(KEEP_RESOURCE_VARIABLES.format(name=name), UserWarning, stacklevel=3)
+
+    @functools.wraps(v2_compat.disable_v2_behavior)
+    def disable_v2_behavior():
+        v2_compat.disable_v2_behavior()
+        resource_variables_toggle.enable_resource_variables()
+        warn("disable_v2_behavior")
+
+    @functools.wraps(resource_variables_toggle.disable_resource_variables)
+    def disable_resource_variables():
+        warn("disable_resource_variables")
+
+    return {"disable_v2_behavior": disable_v2_behavior, "disable_resource_variables": disable_resource_variables}
+
+
+_shared.values = ()
+
+
+def attach(module) -> None:
+    """Add what TensorFlow lacks (see the module docstring) to `module` and the objects it reaches.
+
+    Called with `tensorflow` when it is imported, and with `tensorflow.compat.v1` when that is
+    imported (`import tensorflow.compat.v1 as tf` builds a module wrapper of its own); idempotent.
+    """
+    from . import layers
+
+    import tensorflow as tf
+
+    estimator, session_class, guards = _shared()
+    objects = [tf, *_v1_objects(tf)] if module.__name__ == "tensorflow" else [module, _raw(module)]
+    objects = [obj for obj in objects if all(obj is not done for done in _patched)]
+    if not objects:
+        return
+    _patched.extend(objects)
+    v1_objects = [obj for obj in objects if obj is not tf]
+    if v1_objects:
+        v1 = v1_objects[0]
+        if not any(_has(obj, "estimator") and obj.estimator is not estimator for obj in (tf, v1)):
+            _set_all(objects, "estimator", estimator)
+            for name in ESTIMATOR_MODULE_NAMES:  # `from tensorflow.estimator import RunConfig`
+                if name not in sys.modules:
+                    sys.modules[name] = estimator
+        if not _layers_work(v1):
+            _set_all(v1_objects, "layers", layers)
+        _set_all(v1_objects, "Session", session_class)
+        for name, guard in guards.items():
+            _set_all(v1_objects, name, guard)
+
+
+def detach() -> None:
+    """Restore every attribute attach() changed."""
+    _patched.clear()
+    for name in ESTIMATOR_MODULE_NAMES:
+        if isinstance(sys.modules.get(name), Namespace):
+            del sys.modules[name]
+    while _changes:
+        obj, attribute, had, old = _changes.pop()
+        if had:
+            setattr(obj, attribute, old)
+        else:
+            _remove(obj, attribute)

@@ -1,0 +1,32 @@
+"""Shared helpers of the compat tests: activation that is always undone, and running the CLI."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import npurun.compat as compat
+
+SCRIPTS = Path(__file__).parent / "scripts"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _never_leave_active():
+    yield
+    compat.deactivate()
+
+
+@pytest.fixture
+def active():
+    compat.activate()
+    yield compat
+    compat.deactivate()
+
+
+def run_compat(*args, cwd=None, timeout=600, env=None):
+    """`python -m npurun.compat ARGS` (the same handlers as `npurun run|migrate|check`) in a subprocess."""
+    environment = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
+    return subprocess.run([sys.executable, "-m", "npurun.compat", *map(str, args)], cwd=cwd, env=environment,
+                          capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,85 @@
+"""npu_init helpers, util helpers, npu_scope and the output hook, implemented in npurun.compat.shims."""
+
+import pytest
+import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2
+
+import npurun
+from npurun.compat import shims
+from npurun.compat.tf_estimator import RunConfig
+from npurun.config import param_map
+
+v1 = tf.compat.v1
+
+
+def test_npu_config_proto_and_session_config_init():
+    proto = shims.npu_config_proto()
+    assert isinstance(proto, config_pb2.ConfigProto) and proto.allow_soft_placement
+    given = config_pb2.ConfigProto(log_device_placement=True)
+    assert shims.npu_config_proto(given) is given and not given.log_device_placement
+
+    session_config = shims.npu_session_config_init()
+    shims.npu_session_config_init(session_config)
+    entries = [c for c in session_config.graph_options.rewrite_options.custom_optimizers if c.name == "NpuOptimizer"]
+    assert len(entries) == 1  # added once
+    assert npurun.NPURunConfig(session_config=session_config).iterations_per_loop == 1
+
+
+def test_npu_run_config_init_keeps_the_config_and_adds_the_session_config():
+    fresh = shims.npu_run_config_init()
+    assert isinstance(fresh, RunConfig) and param_map.find_npu_optimizer(fresh.session_config) is not None
+    given = npurun.NPURunConfig(keep_checkpoint_max=2)
+    updated = shims.npu_run_config_init(given)
+    assert updated.keep_checkpoint_max == 2 and param_map.find_npu_optimizer(updated.session_config) is not None
+
+
+def test_global_dict_and_npu_rank_getters():
+    shims.global_dict_init()
+    assert (shims.get_npu_rank_id(), shims.get_npu_local_rank_id(), shims.get_npu_rank_size()) == (0, 0, 1)
+    shims.set_value("npu_rank_size", 8)
+    assert shims.get_npu_rank_size() == 8 and shims.get_value("missing", "d") == "d"
+    shims.global_dict_init()
+
+
+def test_variable_initializer_in_host_and_npu_compile():
+    with tf.Graph().as_default():
+        a, b = v1.Variable(1.0), v1.Variable(2.0)
+        init = shims.variable_initializer_in_host([a])
+        assert init.name == "var_in_host"
+        with v1.Session() as sess:
+            shims.npu_compile(sess, init)
+            assert sess.run(a) == 1.0
+            assert not sess.run(v1.is_variable_initialized(b))
+
+
+def test_without_npu_compile_scope_runs_the_block():
+    with shims.without_npu_compile_scope():
+        ran = True
+    assert ran
+
+
+def test_output_tensor_hook_calls_output_fn_every_n_steps_and_at_end():
+    calls = []
+    with tf.Graph().as_default():
+        step = v1.train.get_or_create_global_step()
+        increment = v1.assign_add(step, 1)
+        hook = shims.NPUOutputTensorHook({"step": step}, dependencies=[increment], output_fn=calls.append,
+                                         output_every_n_steps=2)
+        with v1.train.MonitoredSession(hooks=[hook]) as sess:
+            for _ in range(5):
+                sess.run(increment.op)
+    assert [[d["step"] for d in call] for call in calls] == [[1, 2], [3, 4], [5]]
+    with pytest.raises(ValueError, match="output_every_n_steps"):
+        shims.NPUOutputTensorHook(None, output_every_n_steps=-1)
+
+
+def test_split_strategy_validates():
+    shims.set_split_strategy_by_size([60, 20, 20])
+    with pytest.raises(ValueError, match="set_split_strategy_by_size"):
+        shims.set_split_strategy_by_size(None)
+
+
+def test_graph_and_optimizer_options_are_returned_unchanged():
+    options = config_pb2.GraphOptions(build_cost_model=3)
+    assert shims.npu_graph_options(options) is options
+    assert isinstance(shims.npu_optimizer_options(), config_pb2.OptimizerOptions)

@@ -1,0 +1,129 @@
+"""What TensorFlow 2.21 gets while active: tf.estimator, tf.compat.v1.layers, the NpuOptimizer Session."""
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python.client import session as tf_session
+
+import npurun
+import npurun.compat as compat
+from npurun.compat import layers
+from npurun.compat.tf_estimator import RunConfig, numpy_input_fn
+
+
+def test_attached_while_active_and_restored_after():
+    import tensorflow.compat.v1 as v1_before
+
+    assert not hasattr(tf, "estimator")
+    original_layers = v1_before.layers
+    with compat.active():
+        import tensorflow.compat.v1 as v1
+
+        for module in (tf, tf.compat.v1, v1):
+            assert module.estimator.RunConfig is RunConfig
+            assert module.estimator.ModeKeys is npurun.ModeKeys
+            assert module.estimator.EstimatorSpec is npurun.EstimatorSpec
+            assert issubclass(module.estimator.Estimator, npurun.NPUEstimator)
+            assert module.estimator.NPURunConfig is npurun.NPURunConfig
+        for module in (tf.compat.v1, v1):
+            assert module.layers is layers
+            assert module.Session is not tf_session.Session and issubclass(module.Session, tf_session.Session)
+        assert tf.estimator.LoggingTensorHook is tf.compat.v1.train.LoggingTensorHook
+        from tensorflow.estimator import RunConfig as imported
+        from tensorflow.compat.v1.estimator import ModeKeys
+        assert imported is RunConfig and ModeKeys is npurun.ModeKeys
+    assert not hasattr(tf, "estimator") and not hasattr(tf.compat.v1, "estimator")
+    assert "tensorflow.estimator" not in sys.modules and "tensorflow.compat.v1.estimator" not in sys.modules
+    import tensorflow.compat.v1 as v1_after
+    assert v1_after.layers is original_layers and tf.compat.v1.Session is tf_session.Session
+    assert v1_after.Session is tf_session.Session
+
+
+def test_tf_estimator_unsupported_and_unknown_names(active):
+    with pytest.raises(compat.AdapterAPIError, match=r"tensorflow\.estimator\.DNNClassifier is not supported by "
+                                                      r"npurun: premade"):
+        tf.estimator.DNNClassifier(hidden_units=[10], feature_columns=[])
+    with pytest.raises(AttributeError, match=r"tensorflow\.estimator\.WarmStartSettings is not provided"):
+        tf.estimator.WarmStartSettings
+
+
+def test_run_config_has_tf_signature_and_defaults():
+    config = RunConfig("/tmp/some_model_dir", 7)
+    assert isinstance(config, npurun.NPURunConfig)
+    assert (config.model_dir, config.tf_random_seed) == ("/tmp/some_model_dir", 7)
+    assert config.save_summary_steps == 100  # tf.estimator's default, not NPURunConfig's 0
+    assert config.save_checkpoints_secs == 600 and config.save_checkpoints_steps is None
+    assert RunConfig(save_checkpoints_steps=50).save_checkpoints_steps == 50
+    assert RunConfig(save_checkpoints_steps=50).save_checkpoints_secs is None
+    assert RunConfig(iterations_per_loop=5).iterations_per_loop == 5  # NPURunConfig's own options pass through
+
+
+def test_run_config_drops_what_npurunconfig_does_not_accept():
+    with pytest.warns(UserWarning, match=r"argument device_fn=.* is dropped: NPURunConfig does not accept it"):
+        RunConfig(device_fn=lambda op: "/cpu:0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RunConfig(device_fn=None, protocol=None, session_creation_timeout_secs=7200)  # defaults: silent
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_option'"):
+        RunConfig(no_such_option=1)
+    with pytest.raises(ValueError, match="keep_checkpoint_max"):
+        RunConfig(keep_checkpoint_max=-1)
+
+
+def test_isinstance_and_replace():
+    assert isinstance(npurun.NPURunConfig(), RunConfig)  # the adapter's NPURunConfig is a RunConfig
+    assert not isinstance(object(), RunConfig)
+    replaced = RunConfig(keep_checkpoint_max=1).replace(keep_checkpoint_max=3)
+    assert isinstance(replaced, RunConfig) and replaced.keep_checkpoint_max == 3
+
+
+def test_estimator_takes_tf_estimator_positional_order(tmp_path):
+    with compat.active():
+        def model_fn(features, labels, mode):
+            raise AssertionError("not called")
+
+        estimator = tf.estimator.Estimator(model_fn, str(tmp_path / "m"), RunConfig(), {"a": 1}, str(tmp_path))
+        assert estimator.params == {"a": 1} and estimator._warm_start_from == str(tmp_path)
+
+
+def test_numpy_input_fn_batches_epochs_and_shuffles():
+    x = {"x": np.arange(10, dtype=np.float32).reshape(10, 1)}
+    y = np.arange(10, dtype=np.int32)
+    dataset = numpy_input_fn(x, y, batch_size=4, num_epochs=2, shuffle=False)()
+    batches = list(dataset.as_numpy_iterator())
+    assert [len(labels) for _, labels in batches] == [4, 4, 4, 4, 4]
+    assert list(np.concatenate([labels for _, labels in batches])) == list(range(10)) * 2
+    shuffled = numpy_input_fn(x, y, batch_size=10, num_epochs=1, shuffle=True)()
+    features, labels = next(iter(shuffled.as_numpy_iterator()))
+    assert sorted(labels) == list(range(10)) and list(features["x"][:, 0].astype(int)) == list(labels)
+    with pytest.raises(ValueError, match="shuffle must be given"):
+        numpy_input_fn(x, y)
+    with pytest.raises(ValueError, match="same length"):
+        numpy_input_fn(x, y[:5], shuffle=False)
+
+
+def test_disable_v2_behavior_keeps_resource_variables_with_a_warning():
+    # In a subprocess: disable_v2_behavior changes process-wide TensorFlow state.
+    import subprocess
+
+    code = textwrap.dedent("""\
+        import warnings
+        import npurun.compat
+        npurun.compat.activate()
+        import tensorflow.compat.v1 as tf
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tf.disable_v2_behavior()
+            tf.disable_resource_variables()
+        v = tf.get_variable("v", [1])
+        print(type(v).__name__, tf.executing_eagerly(), len(caught), "keeps resource variables" in str(caught[0].message))
+        npurun.compat.deactivate()
+        tf.disable_resource_variables()
+        print(type(tf.get_variable("w", [1])).__name__)
+        """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["ResourceVariable", "False", "2", "True", "RefVariable"]
