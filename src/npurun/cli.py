@@ -131,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
 _COMMAND_PROVIDERS = (
     ("npurun.debug.cli", "add_dump_commands"),
     ("npurun.compat.cli", "add_compat_commands"),
+    ("npurun.distribute.launch", "add_launch_command"),
 )
 
 

@@ -13,9 +13,9 @@ Rules:
   be built inside a `tf.while_loop` body (the device loop) and keeps no Python state per step.
 - `NPUOptimizer(is_loss_scale=True)` needs a manager (ValueError otherwise); without loss scaling
   it only delegates (and offers the same distributed extension point).
-- `is_distributed`: gradients and the overflow flag pass through
-  `reduce_gradients_and_overflow`, which does nothing in one process; the distributed runtime
-  overrides it (all-reduce the gradients, AND the flag across ranks).
+- `is_distributed=True`: gradients and the overflow flag pass through
+  `reduce_gradients_and_overflow`, which hands them to `npurun.distribute` (gradients averaged,
+  the flag ANDed across ranks); with False they pass through unchanged.
 - `is_tailing_optimization` is recorded in the graph (collection `TAILING_COLLECTION`) when the
   optimizer builds its update; `check_tailing_optimization(graph, config_value)` raises a
   ValueError when it differs from NPURunConfig's value.
@@ -102,6 +102,10 @@ class _LossScaledOptimizer(_v1.train.Optimizer):
         distributed subclass all-reduces the gradients and ANDs `is_finite` (a bool scalar, or None
         when overflow checking is off) over all ranks, so every rank skips the same steps.
         """
+        if self._is_distributed:
+            from ..distribute.optimizer import reduce_gradients_and_overflow
+
+            return reduce_gradients_and_overflow(self, grads_and_vars, is_finite)
         return grads_and_vars, is_finite
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):

@@ -1,0 +1,292 @@
+"""The TensorFlow runtime under the ranks: one gRPC server per rank, and a bounded start-up.
+
+Each rank runs a `tf.distribute.Server` in one ClusterSpec; collective ops travel between the
+servers (ring on CPU, NCCL on GPU). The session is created on the local server with
+`ConfigProto.experimental.collective_group_leader` naming rank 0 (the leader hands out the step
+ids and group membership) and `device_filters` naming only this task, so that creating a session
+never waits for the other tasks (as MultiWorkerMirroredStrategy does).
+
+Start-up is bounded in two steps, because TensorFlow alone would wait forever: a non-leader's
+first collective run retries `GetStepSequence` against the leader with no deadline.
+1. `wait_for_peers`: every other rank's server port must accept a TCP connection within the
+   start-up timeout (HCCL_CONNECT_TIMEOUT, default 120 s); else `StartupTimeoutError` naming the
+   ranks and addresses that never came up.
+2. `barrier`: one all-reduce of a scalar run in a helper thread; if it has not returned within the
+   start-up timeout, `StartupTimeoutError` (covers a peer whose port opened and which then died).
+
+Addresses: `TF_CONFIG` when set (its jobs are used as they are); otherwise derived from the ranks:
+the host of each rank (rank table `server_id`, or 127.0.0.1) and port `NPURUN_BASE_PORT` (default
+29600) + local rank id.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+from . import ranks as ranks_mod
+from . import settings
+from .errors import StartupTimeoutError, explain
+
+DEFAULT_BASE_PORT = 29600
+RANK_JOBS = ("chief", "master", "worker")  # the jobs whose tasks are ranks, in rank order
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The cluster this process belongs to and where each rank runs.
+
+    Attributes:
+      cluster: job name -> task addresses (the ClusterSpec).
+      task_type, task_id: this process's task.
+      rank_tasks: (job, index) of every rank, by rank id.
+      rank_id: this process's rank, None for a task that is not a rank (ps).
+    """
+
+    cluster: Mapping[str, tuple]
+    task_type: str
+    task_id: int
+    rank_tasks: tuple
+    rank_id: Optional[int]
+
+    @property
+    def rank_size(self) -> int:
+        return len(self.rank_tasks)
+
+    @property
+    def local_task(self) -> str:
+        return f"/job:{self.task_type}/replica:0/task:{self.task_id}"
+
+    def rank_device(self, rank: int) -> str:
+        job, index = self.rank_tasks[rank]
+        return f"/job:{job}/replica:0/task:{index}"
+
+    @property
+    def leader(self) -> str:
+        return self.rank_device(0)
+
+    @property
+    def address(self) -> str:
+        return self.cluster[self.task_type][self.task_id]
+
+    @property
+    def target(self) -> str:
+        return "grpc://" + self.address
+
+    def peers(self) -> list[tuple[str, str]]:
+        """(name, address) of every other task this process needs: the other ranks and any ps tasks."""
+        found = []
+        for rank, (job, index) in enumerate(self.rank_tasks):
+            if (job, index) != (self.task_type, self.task_id):
+                found.append((f"rank {rank}", self.cluster[job][index]))
+        for index, address in enumerate(self.cluster.get("ps", ())):
+            if ("ps", index) != (self.task_type, self.task_id):
+                found.append((f"ps {index}", address))
+        return found
+
+
+def read_layout(environ: Mapping[str, str] = os.environ) -> Layout:
+    """The Layout from TF_CONFIG, or derived from the rank variables (see the module doc)."""
+    raw = environ.get("TF_CONFIG", "").strip()
+    try:
+        tf_config = json.loads(raw) if raw else {}
+    except ValueError as err:
+        raise ranks_mod.RankConfigError(f"environment variable TF_CONFIG is not valid JSON: {err}") from None
+    cluster = {job: tuple(addresses) for job, addresses in (tf_config.get("cluster") or {}).items()
+               if job != "evaluator"}
+    if cluster:
+        task = tf_config.get("task") or {}
+        task_type, task_id = task.get("type", "worker"), task.get("index", 0)
+        rank_tasks = tuple((job, i) for job in RANK_JOBS for i in range(len(cluster.get(job, ()))))
+        rank_id = rank_tasks.index((task_type, task_id)) if (task_type, task_id) in rank_tasks else None
+        if rank_id is not None:
+            ranks_mod.read_ranks(environ)  # raises if RANK_ID / RANK_SIZE / the rank table disagree
+        return Layout(cluster, task_type, task_id, rank_tasks, rank_id)
+    info = ranks_mod.read_ranks(environ)
+    base = _base_port(environ)
+    addresses = tuple(f"{host or '127.0.0.1'}:{base + _local_index(info.hosts, r)}"
+                      for r, host in enumerate(info.hosts))
+    return Layout({"worker": addresses}, "worker", info.rank_id,
+                  tuple(("worker", r) for r in range(info.rank_size)), info.rank_id)
+
+
+def _base_port(environ: Mapping[str, str]) -> int:
+    text = environ.get("NPURUN_BASE_PORT", "").strip()
+    if not text:
+        return DEFAULT_BASE_PORT
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ValueError(f"environment variable NPURUN_BASE_PORT: got {text!r}; allowed: a port number")
+    return int(text)
+
+
+def _local_index(hosts, rank: int) -> int:
+    return [r for r, host in enumerate(hosts) if host == hosts[rank]].index(rank)
+
+
+def is_distributed(layout: Optional[Layout] = None) -> bool:
+    """Whether this process has peers (more than one rank, or parameter servers)."""
+    layout = layout or read_layout()
+    return layout.rank_size > 1 or bool(layout.cluster.get("ps"))
+
+
+# ---- the server and the session config -----------------------------------------------------------
+_server = None
+_server_layout: Optional[Layout] = None
+
+
+def configure(config=None, layout: Optional[Layout] = None):
+    """A copy of `config` (or a new ConfigProto) set up for collectives among the ranks of `layout`."""
+    import tensorflow as tf
+
+    layout = layout or read_layout()
+    proto = tf.compat.v1.ConfigProto()
+    if config is not None:
+        proto.CopyFrom(config)
+    if layout.rank_size:
+        proto.experimental.collective_group_leader = layout.leader
+    # Only this task (and the parameter servers, which hold the variables in PS mode): the session
+    # never waits for the other ranks, whose liveness `wait_for_peers` checks with a deadline.
+    del proto.device_filters[:]
+    proto.device_filters.append(layout.local_task)
+    if layout.cluster.get("ps") and layout.task_type != "ps":
+        proto.device_filters.append("/job:ps")
+    if tf.config.list_physical_devices("GPU"):
+        proto.experimental.collective_nccl = True
+    return proto
+
+
+def ensure_server(config=None, layout: Optional[Layout] = None):
+    """This process's tf.distribute.Server, started on first call (one per process, as TensorFlow allows).
+
+    Raises RuntimeError if asked for a different cluster than the running server's.
+    """
+    import tensorflow as tf
+
+    global _server, _server_layout
+    layout = layout or read_layout()
+    if _server is not None:
+        if (dict(_server_layout.cluster), _server_layout.task_type, _server_layout.task_id) != (
+                dict(layout.cluster), layout.task_type, layout.task_id):
+            raise RuntimeError(f"a TensorFlow server for {_server_layout.local_task} of "
+                               f"{dict(_server_layout.cluster)} already runs in this process; a process can "
+                               f"serve one cluster only")
+        return _server
+    proto = configure(config, layout)
+    spec = tf.train.ClusterSpec({job: list(addresses) for job, addresses in layout.cluster.items()})
+    try:
+        _server = tf.distribute.Server(spec, job_name=layout.task_type, task_index=layout.task_id,
+                                       config=proto, start=True)
+    except tf.errors.UnknownError as err:
+        raise RuntimeError(f"cannot start the TensorFlow server of {layout.local_task} on {layout.address}: "
+                           f"{str(err).splitlines()[0]} (is the port in use?)") from None
+    _server_layout = layout
+    return _server
+
+
+# ---- bounded start-up ---------------------------------------------------------------------------
+def _reachable(address: str, timeout: float = 0.5) -> bool:
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def wait_for_peers(layout: Optional[Layout] = None, timeout: Optional[float] = None) -> float:
+    """Wait until every peer's server accepts connections; the seconds it took.
+
+    Raises StartupTimeoutError naming the peers still unreachable after `timeout` seconds
+    (default: the start-up timeout, HCCL_CONNECT_TIMEOUT).
+    """
+    layout = layout or read_layout()
+    timeout = settings.startup_timeout() if timeout is None else timeout
+    start = time.monotonic()
+    missing = layout.peers()
+    while missing:
+        missing = [(name, address) for name, address in missing if not _reachable(address)]
+        elapsed = time.monotonic() - start
+        if missing and elapsed >= timeout:
+            who = f"rank {layout.rank_id} of {layout.rank_size}" if layout.rank_id is not None else layout.local_task
+            raise StartupTimeoutError(
+                f"{who}: {', '.join(f'{name} ({address})' for name, address in missing)} did not start within the "
+                f"start-up timeout of {timeout:g} s (HCCL_CONNECT_TIMEOUT): check that every rank was launched "
+                f"with the same TF_CONFIG / RANK_SIZE and that the hosts can reach each other",
+                missing=tuple(name for name, _ in missing))
+        if missing:
+            time.sleep(0.1)
+    return time.monotonic() - start
+
+
+def barrier_op(timeout: Optional[int] = None):
+    """An op that completes when every rank ran it (see `collectives.barrier`), in the default graph."""
+    import tensorflow as tf
+
+    from .collectives import barrier
+
+    with tf.name_scope("npurun_startup_barrier"):
+        return barrier(timeout or settings.startup_timeout())
+
+
+def run_barrier(session, op, layout: Optional[Layout] = None, timeout: Optional[float] = None) -> float:
+    """Run `op` (from `barrier_op`) with a deadline; the seconds it took.
+
+    The run happens in a helper thread because a run that waits for the leader's step ids has no
+    deadline in TensorFlow; if it has not returned after `timeout`, StartupTimeoutError (the
+    thread is left behind: the process is expected to exit).
+    """
+    layout = layout or read_layout()
+    timeout = settings.startup_timeout() if timeout is None else timeout
+    outcome: dict = {}
+
+    def run():
+        try:
+            session.run(op)
+            outcome["ok"] = True
+        except BaseException as err:  # reported in the calling thread
+            outcome["error"] = err
+
+    start = time.monotonic()
+    thread = threading.Thread(target=run, name="npurun-startup-barrier", daemon=True)
+    thread.start()
+    thread.join(timeout + 2.0)  # the op's own timeout fires first when the peers are reachable
+    who = f"rank {layout.rank_id} of {layout.rank_size}"
+    if "error" in outcome:
+        error = outcome["error"]
+        reason = explain(error, layout.rank_id, layout.rank_size, timeout)
+        raise StartupTimeoutError(f"{who}: not every rank joined the start-up barrier within {timeout:g} s "
+                                  f"(HCCL_CONNECT_TIMEOUT): {reason}") from error
+    if not outcome.get("ok"):
+        raise StartupTimeoutError(f"{who}: the start-up barrier did not complete within {timeout:g} s "
+                                  f"(HCCL_CONNECT_TIMEOUT): rank 0 ({layout.cluster[layout.rank_tasks[0][0]][0]}) "
+                                  f"is not answering")
+    return time.monotonic() - start
+
+
+def create_session(config=None, graph=None, timeout: Optional[float] = None):
+    """A tf.compat.v1.Session on this rank's server, after a bounded start-up; for sess.run scripts.
+
+    With one rank it is a plain in-process session. Otherwise: start the server, wait for the peers
+    (`wait_for_peers`), create the session with `configure(config)`, and run a start-up barrier
+    (built in `graph`, which must not be finalized).
+    """
+    import tensorflow as tf
+
+    layout = read_layout()
+    if not is_distributed(layout):
+        return tf.compat.v1.Session(graph=graph, config=config)
+    proto = configure(config, layout)
+    server = ensure_server(proto, layout)
+    wait_for_peers(layout, timeout)
+    graph = graph or tf.compat.v1.get_default_graph()
+    if layout.rank_id is None:
+        return tf.compat.v1.Session(server.target, graph=graph, config=proto)
+    with graph.as_default():
+        op = barrier_op(int(timeout) if timeout else None)
+    session = tf.compat.v1.Session(server.target, graph=graph, config=proto)
+    run_barrier(session, op, layout, timeout)
+    return session

@@ -1,0 +1,71 @@
+"""Plan contributor for the distributed options: hccl_timeout, hcom_parallel, is_tailing_optimization,
+horovod_mode, distribute, local_rank_id / local_device_list.
+
+For every plan (every mode):
+- the options become the current `settings`, read by the collectives (timeout) and the
+  distributed optimizer (per-gradient or grouped all-reduce) while model_fn builds the graph;
+- in a distributed run (more than one rank, or parameter servers) this process's
+  tf.distribute.Server is started and the ConfigProto gets `collective_group_leader` (rank 0) and
+  `device_filters` (this task, plus /job:ps in parameter-server mode), so the session on
+  `config.master` starts without waiting for the other tasks.
+
+For training plans of a distributed run, `plan.hooks` gets `StartupHook` (bounded start-up) and,
+with more than one rank and horovod_mode=False, `NPUBroadcastGlobalVariablesHook(root_rank=0)`; a
+graph transform checks that every NPUOptimizer's is_tailing_optimization equals the config's.
+Parameter-server mode (`distribute=`) and input feeding (`local_rank_id`) add their own parts
+(`ps.py`, `feed.py`).
+
+Rule: more than one rank needs a TF_CONFIG cluster, because the Estimator's session target is
+`config.master` (from TF_CONFIG); `npurun launch` sets it. RANK_ID / RANK_SIZE alone is a clear
+error here (scripts using `cluster.create_session` do not need TF_CONFIG).
+"""
+from __future__ import annotations
+
+import os
+
+from . import cluster, settings
+from .ranks import RankConfigError
+
+
+def contribute(options, mode, plan) -> None:
+    settings.activate(settings.from_options(options))
+    if mode == "train":
+        # Single process too: the option and NPUOptimizer's flag must agree (spec: error at train time).
+        plan.graph_transforms.append(_tailing_check(bool(options.get("is_tailing_optimization"))))
+    layout = cluster.read_layout()
+    if layout.task_type == "evaluator":
+        return  # an evaluator works alone on checkpoints, in process (config.master is '')
+    if options.get("distribute") is not None:
+        from . import ps
+
+        ps.contribute(options, mode, plan, layout)
+    elif cluster.is_distributed(layout):
+        _collective_run(options, mode, plan, layout)
+    if options.get("local_rank_id") is not None:
+        from . import feed
+
+        feed.contribute(options, mode, plan, layout)
+
+
+def _collective_run(options, mode, plan, layout) -> None:
+    if not os.environ.get("TF_CONFIG", "").strip():
+        raise RankConfigError(f"{layout.rank_size} ranks (from RANK_ID/RANK_SIZE or RANK_TABLE_FILE) but no TF_CONFIG: "
+                              f"NPUEstimator connects to config.master, which TF_CONFIG defines. Start the ranks "
+                              f"with `npurun launch`, which sets TF_CONFIG, or set it yourself")
+    plan.config_proto.CopyFrom(cluster.configure(plan.config_proto, layout))
+    cluster.ensure_server(plan.config_proto, layout)
+    if mode != "train":
+        return
+    from .hooks import NPUBroadcastGlobalVariablesHook, StartupHook
+
+    plan.hooks.append(StartupHook())
+    if layout.rank_size > 1 and not options.get("horovod_mode"):
+        plan.hooks.append(NPUBroadcastGlobalVariablesHook(root_rank=0))
+
+
+def _tailing_check(config_value: bool):
+    def check(graph, mode):
+        from ..precision.optimizer import check_tailing_optimization
+
+        check_tailing_optimization(graph, config_value)
+    return check

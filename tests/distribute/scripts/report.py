@@ -1,0 +1,25 @@
+"""Launcher test script (no TensorFlow): print the rank environment; behave as argv says.
+
+argv: MODE [SECONDS]. MODE: ok (exit 0), fail1 (rank 1 exits 3 after SECONDS, others sleep 60),
+ps_serves (ps tasks sleep forever, ranks exit 0), sleep (sleep 60).
+"""
+import json
+import os
+import sys
+import time
+
+mode = sys.argv[1]
+config = json.loads(os.environ["TF_CONFIG"])
+print(f"RANK_ID={os.environ.get('RANK_ID', '')} RANK_SIZE={os.environ['RANK_SIZE']} "
+      f"HCCL_CONNECT_TIMEOUT={os.environ.get('HCCL_CONNECT_TIMEOUT', '')}", flush=True)
+print("TF_CONFIG=" + json.dumps(config), flush=True)
+print(f"NPURUN_FEED_PORT={os.environ.get('NPURUN_FEED_PORT', '')}", flush=True)
+print(f"pid={os.getpid()}", flush=True)
+print("to stderr", file=sys.stderr, flush=True)
+task = config["task"]
+if mode == "fail1" and task == {"type": "worker", "index": 1}:
+    time.sleep(float(sys.argv[2]))
+    print("rank 1 fails now", flush=True)
+    sys.exit(3)
+if mode in ("fail1", "sleep") or (mode == "ps_serves" and task["type"] == "ps"):
+    time.sleep(60)
