@@ -19,6 +19,17 @@ _LAZY = {
     "EvalSpec": "npurun.estimator",
     "train_and_evaluate": "npurun.estimator",
     "util": "npurun.util",
+    "FixedLossScaleManager": "npurun.precision",
+    "ExponentialUpdateLossScaleManager": "npurun.precision",
+    "NPULossScaleOptimizer": "npurun.precision",
+    "NPUOptimizer": "npurun.precision",
+    "NPUDistributedOptimizer": "npurun.distribute",
+    "npu_distributed_optimizer_wrapper": "npurun.distribute",
+    "NPUBroadcastGlobalVariablesHook": "npurun.distribute",
+    "get_rank_id": "npurun.distribute",
+    "get_rank_size": "npurun.distribute",
+    "get_local_rank_id": "npurun.distribute",
+    "get_local_rank_size": "npurun.distribute",
 }
 
 
