@@ -70,11 +70,15 @@ def cmd_explain(args) -> int:
     return 0
 
 
-def _quiet_tensorflow() -> None:
-    """Keep TensorFlow's start-up chatter and its notes about npurun's own v1 calls off the console."""
+def _prepare_tensorflow(config) -> None:
+    """Set what TensorFlow reads once at import, then keep its chatter off the console."""
     import os
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    if config.precision_mode == "allow_mix_precision_bf16":
+        # The bf16 rewrite needs oneDNN, which TF 2.21 turns on by itself only on CPUs with
+        # AVX512-BF16/AMX; it is read when TensorFlow is imported, so set it before.
+        os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
     import tensorflow as tf
 
     tf.get_logger().setLevel(logging.ERROR)
@@ -83,7 +87,7 @@ def _quiet_tensorflow() -> None:
 def cmd_train(args) -> int:
     config = _build_config_or_exit(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    _quiet_tensorflow()
+    _prepare_tensorflow(config)
     from .example.digits import run_example
 
     result = run_example(config, train_steps=args.steps, model_dir=args.model_dir, export_dir=args.export_dir)
