@@ -66,6 +66,8 @@ CASES = {
     "enable_reduce_precision": (False, True, [(1, TypeError)]),
     "variable_format_optimize": (True, False, [(0, TypeError)]),
     "mix_compile_mode": (False, True, [(1, TypeError), ("False", TypeError)]),
+    "jit_compile": ("auto", "true", [("on", ValueError), ("True", ValueError), (True, TypeError),
+                                     (None, TypeError)]),
     "hcom_parallel": (False, True, [(1, TypeError)]),
     "graph_memory_max_size": (None, str(26 * 1024 ** 3), [(274877906945, ValueError), ("-1", ValueError),
                                                           ("26GB", ValueError), (1.5, TypeError)]),

@@ -1,8 +1,24 @@
 """The ordered list of plan contributors; each module owns the options it maps."""
 from __future__ import annotations
 
-from . import session_options
+from ..debug import contribute as debug
+from ..distribute import contribute as distribute
+from ..precision import modes as precision
+from . import (compilation, compile_cache, debug_artifacts, dynamic_inputs, fusion_switches, resources,
+               session_options, xla_flags)
 
 CONTRIBUTORS = (
+    # First: TensorFlow reads TF_XLA_FLAGS (the cache folder) as soon as anything lists devices.
+    compile_cache.contribute,
     session_options.contribute,
+    debug.contribute,
+    precision.contribute,
+    compilation.contribute,
+    fusion_switches.contribute,
+    debug_artifacts.contribute,
+    resources.contribute,
+    dynamic_inputs.contribute,
+    distribute.contribute,
+    # Last: applies the process-wide XLA flags the contributors above requested.
+    xla_flags.contribute,
 )

@@ -1,0 +1,17 @@
+"""NPUEstimator and its specs: tf.estimator's API on tf.compat.v1 graph-mode sessions.
+
+Modules: `spec` (EstimatorSpec, NPUEstimatorSpec, ModeKeys, TrainSpec, EvalSpec), `estimator`
+(NPUEstimator), `training_graph` and `loop` (the training loop), `hooks` (the SessionRunHook
+runner and schedules), `checkpoints` (saving, retention, crash-safe restore), `export`
+(SavedModel export), `training` (train_and_evaluate), `model_dir`.
+"""
+from .estimator import NPUEstimator
+from .export import (PredictOutput, ServingInputReceiver, build_parsing_serving_input_receiver_fn,
+                     build_raw_serving_input_receiver_fn)
+from .loop import NanLossDuringTrainingError
+from .spec import EstimatorSpec, EvalSpec, ModeKeys, NPUEstimatorSpec, TrainSpec
+from .training import train_and_evaluate
+
+__all__ = ["NPUEstimator", "EstimatorSpec", "NPUEstimatorSpec", "ModeKeys", "TrainSpec", "EvalSpec",
+           "train_and_evaluate", "ServingInputReceiver", "PredictOutput", "build_raw_serving_input_receiver_fn",
+           "build_parsing_serving_input_receiver_fn", "NanLossDuringTrainingError"]

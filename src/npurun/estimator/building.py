@@ -1,0 +1,182 @@
+"""Building one mode's graph and session, honouring the session plan.
+
+Every mode (train, eval, predict, export) goes through `ModeGraph`: a fresh tf.Graph with the
+config's random seed, the global step, the input (on the host CPU), model_fn's ops under
+`plan.device`, then `plan.graph_transforms`. The session is created with `plan.config_proto`
+and the config's `master` target; callers keep `plan.environment()` open around all of it.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+from typing import Any, Callable, Optional
+
+import tensorflow as tf
+
+from . import checkpoints
+from .inputs import call_with_accepted, fn_args
+from .spec import EstimatorSpec, ModeKeys
+
+logger = logging.getLogger("npurun")
+_v1 = tf.compat.v1
+MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
+
+
+_writer_ids = itertools.count()
+
+
+def summary_writer(directory: str, graph=None):
+    """A FileWriter whose event file name is unique to this process and call.
+
+    TensorFlow names event files by the second and the host only and truncates an existing file
+    of the same name, so two writers opened within one second (two quick train() calls) would
+    lose the first one's events; the suffix (pid, then a zero-padded counter so names sort in
+    creation order) prevents that.
+    """
+    suffix = f".{os.getpid()}.{next(_writer_ids):06d}"
+    with (graph or tf.Graph()).as_default():  # FileWriter refuses to start in eager mode
+        return _v1.summary.FileWriter(directory, graph=graph, filename_suffix=suffix)
+
+
+def check_model_fn(model_fn: Callable) -> None:
+    """model_fn may take any subset of (features, labels, mode, params, config), nothing else."""
+    if not callable(model_fn):
+        raise TypeError(f"model_fn must be callable; got {type(model_fn).__name__}")
+    unknown = [name for name in fn_args(model_fn) if name not in MODEL_FN_ARGS]
+    if unknown:
+        raise ValueError(f"model_fn takes argument(s) {unknown}; allowed: {list(MODEL_FN_ARGS)} (any subset)")
+
+
+def device_scope(device: str):
+    """tf.device(device) when the plan names one; otherwise let TensorFlow place ops."""
+    return tf.device(device) if device else contextlib.nullcontext()
+
+
+class ModeGraph:
+    """A graph built for one mode; use inside `plan.environment()`.
+
+    Attributes: graph, plan, mode, global_step, spec (the model_fn's EstimatorSpec).
+    """
+
+    def __init__(self, estimator, mode: str, plan, make_features: Callable[[], tuple],
+                 build_model: Optional[Callable] = None):
+        """`make_features()` runs in the graph (on the CPU) and returns (features, labels);
+        `build_model(features, labels)` (default: call model_fn) returns an EstimatorSpec."""
+        self.plan = plan
+        self.mode = mode
+        self.graph = tf.Graph()
+        seed = estimator.config.tf_random_seed
+        with self.graph.as_default():
+            if seed is not None:
+                _v1.set_random_seed(seed)
+            self.global_step = _v1.train.get_or_create_global_step()
+            # The input pipeline runs on the host whatever the model's device is.
+            with tf.device("/device:CPU:0"):
+                features, labels = make_features()
+            with device_scope(plan.device):
+                if build_model is None:
+                    self.spec = estimator.call_model_fn(features, labels, mode)
+                else:
+                    self.spec = build_model(features, labels)
+            for transform in plan.graph_transforms:
+                transform(self.graph, mode)
+
+    @contextlib.contextmanager
+    def session(self, master: str = ""):
+        """A session on this graph with the plan's ConfigProto, closed on exit. The graph stays the
+        default inside, because Saver.save/restore refuse to run outside a graph context."""
+        with self.graph.as_default(), _v1.Session(target=master, graph=self.graph,
+                                                  config=self.plan.config_proto) as sess:
+            yield sess
+
+    def run_options(self):
+        """RunOptions for every run: the plan's per-run timeout, or None."""
+        if not self.plan.run_timeout_ms:
+            return None
+        return _v1.RunOptions(timeout_in_ms=self.plan.run_timeout_ms)
+
+    def saver(self, **kwargs):
+        scaffold = self.spec.scaffold
+        if scaffold is not None and getattr(scaffold, "saver", None) is not None:
+            return scaffold.saver
+        # Retention is done by checkpoints.CheckpointWriter, so the Saver itself deletes nothing.
+        return _v1.train.Saver(sharded=False, max_to_keep=None, allow_empty=True, **kwargs)
+
+
+def call_model_fn(model_fn, features, labels, mode, params, config) -> EstimatorSpec:
+    """Call model_fn with the arguments it names; check what it returns."""
+    names = fn_args(model_fn)
+    if labels is not None and "labels" not in names and mode != ModeKeys.PREDICT:
+        raise ValueError("input_fn returns labels but model_fn does not take a `labels` argument")
+    available = {"features": features, "labels": labels, "mode": mode, "params": params, "config": config}
+    spec = call_with_accepted(model_fn, available, "model_fn")
+    if not isinstance(spec, EstimatorSpec):
+        raise TypeError(f"model_fn must return an EstimatorSpec (or NPUEstimatorSpec); got {type(spec).__name__}")
+    if spec.mode != mode:
+        raise ValueError(f"model_fn returned a spec for mode {spec.mode!r} when called in mode {mode!r}")
+    return spec
+
+
+def warm_start(source) -> None:
+    """Initialise the trainable variables found in `source` (with the same name and shape) from it.
+
+    `source`: a checkpoint prefix or directory, or an object with `ckpt_to_initialize_from` (and
+    optionally `vars_to_warm_start`, a regular expression) like tf.estimator.WarmStartSettings.
+    Must run before the variables' initialisers are grouped.
+    """
+    import re
+
+    path, pattern = source, ".*"
+    if hasattr(source, "ckpt_to_initialize_from"):
+        path = source.ckpt_to_initialize_from
+        pattern = getattr(source, "vars_to_warm_start", None) or ".*"
+    prefix = checkpoints.resolve(str(path))
+    if prefix is None:
+        raise ValueError(f"warm_start_from: no readable checkpoint at {path!r}")
+    shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    assignment = {}
+    for variable in _v1.trainable_variables():
+        name = variable.op.name
+        if re.match(pattern, name) and name in shapes and list(shapes[name]) == variable.shape.as_list():
+            assignment[name] = variable
+    if assignment:
+        _v1.train.init_from_checkpoint(prefix, assignment)
+    logger.info("Warm-starting %d variable(s) from %s", len(assignment), prefix)
+
+
+def init_op(graph):
+    """One op initialising global and local variables and tables."""
+    with graph.as_default():
+        return tf.group(_v1.global_variables_initializer(), _v1.local_variables_initializer(),
+                        _v1.tables_initializer(), name="npurun_init")
+
+
+def local_init_op(graph):
+    """Local variables (e.g. metric accumulators) and tables, for sessions that restore globals."""
+    with graph.as_default():
+        return tf.group(_v1.local_variables_initializer(), _v1.tables_initializer(), name="npurun_local_init")
+
+
+def start(sess, graph_ops: Any, saver, model_dir: str, checkpoint_path: Optional[str] = None,
+          quarantine: bool = False, resume_input: bool = False) -> Optional[str]:
+    """Initialise a new session: restore (the given or newest checkpoint) or initialise variables.
+
+    `graph_ops` is (init_op, local_init_op, input_initializer or None); `saver` a Saver or a list
+    of them (see checkpoints.restore). Returns the restored
+    checkpoint prefix, or None when variables were freshly initialised. `quarantine`,
+    `resume_input`: see checkpoints.restore_newest.
+    """
+    full_init, local_init, input_init = graph_ops
+    savers = list(saver) if isinstance(saver, (list, tuple)) else [saver]
+    if input_init is not None:
+        # Before restoring: a checkpointed input position (if saved) overrides the fresh one.
+        sess.run(input_init)
+    if checkpoint_path is not None:
+        checkpoints.restore(savers, sess, checkpoint_path)
+        restored = checkpoint_path
+    else:
+        restored = checkpoints.restore_newest(savers, sess, model_dir, quarantine, resume_input)
+    sess.run(local_init if restored else full_init)
+    return restored

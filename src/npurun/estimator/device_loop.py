@@ -1,0 +1,156 @@
+"""Loop sinking: N training steps inside one Session.run (iterations_per_loop > 1).
+
+The graph: a `tf.while_loop` of N iterations. Each iteration takes the next input element (the
+input's get_next lives inside the loop, as `enable_data_pre_proc=True` asks) and runs model_fn's
+training step; the next iteration starts only after the train_op ran, so each iteration's
+variable updates complete before the next one reads the variables.
+
+When a finite input ends inside a loop, get_next fails in the iteration after the last element:
+that iteration has not touched any state yet, the ones before it are complete (variable updates
+are not rolled back), so the run ends with OutOfRangeError and the global step counts exactly the
+steps that ran. The training loop takes that as the normal end of training and checkpoints; only
+the losses and host_call values of that last, partial loop are not reported. (A guard with
+get_next_as_optional and tf.cond in every iteration would report them, at the price of ~10% of
+the step rate of a small model: measured, not worth it.)
+
+Per iteration the loop keeps the loss and, for `NPUEstimatorSpec.host_call`, the host_call
+tensors, in local [N, ...] buffer variables read after the run, so the host can
+log every iteration's loss and produce host_call summaries for any step of the loop.
+
+model_fn is called inside the loop body, so its ops (and its `tf.compat.v1.summary` ops) live
+there; summaries must come from host_call in this mode, and training hooks must not fetch
+tensors created by model_fn.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, List, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from .inputs import split_element
+from .spec import ModeKeys
+
+_v1 = tf.compat.v1
+
+
+@dataclass
+class LoopOutputs:
+    """Tensors of the loop, all fetchable from the outer graph.
+
+    step_after: global step after the loop; losses: float32 [N]; loss: their mean (NaN if any
+    is NaN); host_values: list of [N, ...] host_call tensors (empty without host_call).
+    """
+
+    step_after: Any
+    losses: Any
+    loss: Any
+    host_values: List[Any]
+
+
+def check_input(inp, iterations: int) -> None:
+    """Loop sinking needs a tf.data.Dataset input (its iterator is re-read inside the loop)."""
+    if inp.dataset is None:
+        raise ValueError(f"iterations_per_loop={iterations} needs input_fn to return a tf.data.Dataset; it "
+                         f"returned tensors (for example from a one-shot iterator), which cannot be read inside "
+                         f"a device loop. Return the dataset itself, or use iterations_per_loop=1")
+
+
+def build(estimator, inp, iterations: int, global_step) -> tuple:
+    """Build the loop; returns (the EstimatorSpec model_fn returned inside it, LoopOutputs)."""
+    captured = {}
+    buffers: List[Any] = []
+    loss_buffer = _buffer("loss", tf.TensorSpec([], tf.float32), iterations)
+
+    def train_step(i, element):
+        features, labels = split_element(element)
+        spec = estimator.call_model_fn(features, labels, ModeKeys.TRAIN)
+        captured.setdefault("spec", spec)
+        updates = []
+        if spec.host_call is not None:
+            for k, tensor in enumerate(_flat(spec.host_call[1])):
+                if len(buffers) <= k:
+                    buffers.append(_buffer(k, tensor, iterations))
+                updates.append(_v1.scatter_update(buffers[k], [i], tf.expand_dims(tensor, 0)))
+        with tf.control_dependencies([spec.train_op] + updates):
+            loss = tf.cast(tf.identity(spec.loss), tf.float32)
+            return _v1.scatter_update(loss_buffer, [i], tf.expand_dims(loss, 0))
+
+    def body(i):
+        # Sequencing: every op of this iteration waits for `i`, and `i` of the next iteration is
+        # produced only after this iteration's train_op ran. Without that, iterations of a while
+        # loop overlap and a step could read variables before the previous step's update.
+        with tf.control_dependencies([i]):
+            element = inp.iterator.get_next()
+        with tf.control_dependencies([train_step(i, element)]):
+            return (i + 1,)
+
+    count, = tf.while_loop(lambda i: i < iterations, body, (tf.constant(0),), name="npurun_device_loop")
+    with tf.control_dependencies([count]):
+        step_after = global_step.read_value()
+        losses = loss_buffer.read_value()
+        host_values = [buffer.read_value() for buffer in buffers]
+    return captured["spec"], LoopOutputs(step_after, losses, tf.reduce_mean(losses), host_values)
+
+
+def _flat(tensors):
+    return [tensors[k] for k in sorted(tensors)] if isinstance(tensors, dict) else list(tensors)
+
+
+def _buffer(k, tensor, iterations):
+    if not tensor.shape.is_fully_defined():
+        raise ValueError(f"host_call tensor {tensor.name} has shape {tensor.shape}; with iterations_per_loop > 1 "
+                         f"host_call tensors need a static shape")
+    # A local variable: not checkpointed, created once (init_scope lifts it out of the loop).
+    return _v1.get_variable(f"npurun_device_loop/buffer_{k}", [iterations] + tensor.shape.as_list(), tensor.dtype,
+                            initializer=_v1.zeros_initializer(), trainable=False,
+                            collections=[_v1.GraphKeys.LOCAL_VARIABLES], use_resource=True)
+
+
+class HostCall:
+    """Runs `host_call` fn on the host for chosen iterations' values and writes its summaries.
+
+    The fn is called once, at graph building, with placeholders shaped like one iteration's
+    tensors (positional arguments for a list, keyword arguments for a dict); the summary ops it
+    returns are run with each chosen iteration's values fed.
+    """
+
+    def __init__(self, host_call, iteration_tensors: List[Any]):
+        fn, structure = host_call
+        graph = _v1.get_default_graph()
+        before = list(graph.get_collection(_v1.GraphKeys.SUMMARIES))
+        self.placeholders = [_v1.placeholder(t.dtype, t.shape, name=f"npurun_host_call_input_{k}")
+                             for k, t in enumerate(iteration_tensors)]
+        if isinstance(structure, dict):
+            outputs = fn(**dict(zip(sorted(structure), self.placeholders)))
+        else:
+            outputs = fn(*self.placeholders)
+        # The host_call's summaries run only here, with fed values: keep them out of merge_all().
+        summaries = graph.get_collection_ref(_v1.GraphKeys.SUMMARIES)
+        summaries[:] = before
+        outputs = [o for o in tf.nest.flatten(outputs) if o is not None] if outputs is not None else []
+        strings = [o for o in outputs if isinstance(o, tf.Tensor) and o.dtype == tf.string]
+        others = [o for o in outputs if not (isinstance(o, tf.Tensor) and o.dtype == tf.string)]
+        self.summary = _v1.summary.merge(strings) if strings else None
+        self.others = others
+
+    def write(self, sess, writer, values: List[np.ndarray], steps: List[int], first_step: int) -> None:
+        """For each global step in `steps`, feed the values of the iteration that reached it."""
+        fetches = [self.summary] + self.others if self.summary is not None else self.others
+        if not fetches:
+            return
+        for step in steps:
+            k = step - first_step
+            results = sess.run(fetches, feed_dict={p: v[k] for p, v in zip(self.placeholders, values)})
+            if self.summary is not None and writer is not None:
+                writer.add_summary(results[0], step)
+
+
+def scheduled_steps(previous: int, step: int, every: Optional[int]) -> List[int]:
+    """The multiples of `every` in (previous, step]."""
+    if not every:
+        return []
+    first = (previous // every + 1) * every
+    return list(range(first, step + 1, every))
+

@@ -1,0 +1,317 @@
+"""NPUEstimator: tf.estimator's Estimator API on tf.compat.v1 graph-mode sessions."""
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from typing import Callable, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from ..config import NPURunConfig
+from ..runtime.plan import build_plan
+from . import building, checkpoints, export as export_lib, training_graph
+from .hooks import HookRunner
+from .inputs import call_with_accepted, make_input
+from .model_dir import resolve_model_dir
+from .spec import ModeKeys
+
+logger = logging.getLogger("npurun")
+_v1 = tf.compat.v1
+
+
+class NPUEstimator:
+    """Trains, evaluates, predicts with and exports a model described by `model_fn`.
+
+    Args:
+      model_fn: builds the model; takes any subset of `(features, labels, mode, params, config)`
+        (by those names) and returns an `EstimatorSpec` / `NPUEstimatorSpec` for `mode`.
+      model_dir: where checkpoints, summaries and exports go. If `config.model_dir` is also set,
+        the two must be equal (`ValueError` otherwise); if neither is set a new directory
+        `model_dir_XXXXXXXXXX` is created in the current directory (named in a logged warning).
+      config: an `NPURunConfig` (`ValueError` for anything else); None means `NPURunConfig()`.
+      params: a dict passed to model_fn and input_fn (when they take `params`).
+      job_start_file: accepted for Ascend compatibility (the Ascend job-description file); the
+        cluster here comes from `TF_CONFIG` / `RANK_ID`, so a non-empty value only warns.
+      warm_start_from: a checkpoint prefix or directory (or a WarmStartSettings-like object):
+        trainable variables with the same name and shape start from its values, when model_dir
+        has no checkpoint yet.
+
+    Every session is built from `npurun.runtime.plan.build_plan(config.options, mode)`: its
+    ConfigProto, device, graph transforms, hooks and environment. Checkpoints and summaries are
+    written only by the chief (`config.is_chief`).
+    """
+
+    def __init__(self, model_fn: Callable, model_dir: Optional[str] = None, config: Optional[NPURunConfig] = None,
+                 params: Optional[dict] = None, job_start_file: str = "", warm_start_from=None):
+        if config is None:
+            config = NPURunConfig()
+        if not isinstance(config, NPURunConfig):
+            raise ValueError(f"NPUEstimator: config must be an npurun.NPURunConfig; got {type(config).__name__}")
+        building.check_model_fn(model_fn)
+        if job_start_file:
+            warnings.warn("NPUEstimator: job_start_file has no effect here (the cluster comes from TF_CONFIG / "
+                          "RANK_ID)", UserWarning, stacklevel=2)
+        self._model_fn = model_fn
+        self._config = config
+        self._params = dict(params or {})
+        self._model_dir = resolve_model_dir(config.model_dir, model_dir)
+        self._warm_start_from = warm_start_from
+        self.last_plan = None  # the SessionPlan of the most recent session, for inspection
+
+    # ---- properties --------------------------------------------------------------------------------
+    @property
+    def model_dir(self) -> str:
+        return self._model_dir
+
+    @property
+    def config(self) -> NPURunConfig:
+        return self._config
+
+    @property
+    def params(self) -> dict:
+        return dict(self._params)
+
+    @property
+    def model_fn(self) -> Callable:
+        return self._model_fn
+
+    # ---- helpers shared by the modes ----------------------------------------------------------------
+    def call_model_fn(self, features, labels, mode):
+        return building.call_model_fn(self._model_fn, features, labels, mode, self._params, self._config)
+
+    def _plan(self, mode):
+        self.last_plan = build_plan(self._config.options, mode)
+        return self.last_plan
+
+    def _input_maker(self, input_fn, mode, holder: dict, get_next: bool = True):
+        def make():
+            available = {"mode": mode, "params": self._params, "config": self._config}
+            holder["input"] = make_input(call_with_accepted(input_fn, available, "input_fn"), get_next)
+            return holder["input"].features, holder["input"].labels
+        return make
+
+    # ---- train ----------------------------------------------------------------------------------------
+    def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
+        """Train until `steps` more steps, global step `max_steps`, the input ends, or a hook stops.
+
+        Rules: `steps` and `max_steps` are exclusive and must be > 0; `max_steps` is a total, so a
+        model whose checkpoint is already at or past it is not trained. With `iterations_per_loop`
+        N > 1 the number of steps of the call must be a multiple of N. Returns self.
+        """
+        if self._config.graph_run_mode == 0:
+            raise ValueError("NPUEstimator.train: graph_run_mode=0 is inference mode; training needs "
+                             "graph_run_mode=1 (NPURunConfig)")
+        if steps is not None and max_steps is not None:
+            raise ValueError("NPUEstimator.train: give steps or max_steps, not both")
+        for name, value in (("steps", steps), ("max_steps", max_steps)):
+            if value is not None and (not isinstance(value, (int, np.integer)) or value <= 0):
+                raise ValueError(f"NPUEstimator.train: {name} must be an int > 0; got {value!r}")
+        if max_steps is not None:
+            latest = checkpoints.latest_checkpoint(self._model_dir)
+            if latest is not None and checkpoints.checkpoint_step(latest) is not None \
+                    and checkpoints.checkpoint_step(latest) >= max_steps:
+                logger.info("Skipping training: the checkpoint %s is already at or past max_steps=%d",
+                            latest, max_steps)
+                return self
+        training_graph.train(self, input_fn, list(hooks or ()), steps, max_steps, list(saving_listeners or ()))
+        return self
+
+    # ---- evaluate ---------------------------------------------------------------------------------------
+    def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
+        """Evaluate the model on `steps` batches (None: until the input ends).
+
+        Returns a dict with each `eval_metric_ops` value, `loss` (the mean loss over the batches)
+        and `global_step` (of the checkpoint evaluated). Summaries of the results go to
+        `model_dir/eval` (or `model_dir/eval_<name>`), on the chief. Raises ValueError if there is
+        no checkpoint to evaluate.
+        """
+        if steps is not None and steps <= 0:
+            raise ValueError(f"NPUEstimator.evaluate: steps must be > 0 or None; got {steps}")
+        path = self._checkpoint_to_use(checkpoint_path)
+        if path is None:
+            raise ValueError(f"NPUEstimator.evaluate: could not find a trained model (checkpoint) in "
+                             f"{self._model_dir}")
+        plan = self._plan(ModeKeys.EVAL)
+        holder = {}
+        with plan.environment():
+            built = building.ModeGraph(self, ModeKeys.EVAL, plan, self._input_maker(input_fn, ModeKeys.EVAL, holder))
+            spec = built.spec
+            with built.graph.as_default():
+                metrics = dict(spec.eval_metric_ops)
+                if "loss" not in metrics:
+                    metrics["loss"] = _v1.metrics.mean(spec.loss)
+                update = tf.group(*[pair[1] for pair in metrics.values()])
+                values = {key: pair[0] for key, pair in metrics.items()}
+                runner = HookRunner(list(hooks or ()) + list(spec.evaluation_hooks) + list(plan.hooks))
+                runner.begin()
+                saver = built.saver()
+                ops = (building.init_op(built.graph), building.local_init_op(built.graph), holder["input"].initializer)
+            built.graph.finalize()
+            with built.session(self._config.master) as sess:
+                building.start(sess, ops, saver, self._model_dir, checkpoint_path=path)
+                runner.after_create_session(sess)
+                _run_until_end(sess, runner, update, steps, built.run_options())
+                results = sess.run(values)
+                results["global_step"] = int(sess.run(built.global_step))
+                runner.end(sess)
+        if self._config.is_chief:
+            _write_eval_summaries(self.eval_dir(name), results)
+        logger.info("Evaluation at step %d: %s", results["global_step"],
+                    ", ".join(f"{k} = {v}" for k, v in sorted(results.items())))
+        return results
+
+    def eval_dir(self, name=None) -> str:
+        return os.path.join(self._model_dir, "eval" if not name else "eval_" + name)
+
+    # ---- predict ----------------------------------------------------------------------------------------
+    def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path=None, yield_single_examples=True):
+        """Yield predictions for every input element, until the input ends.
+
+        Yields one example at a time (a dict when `predictions` is a dict, restricted to
+        `predict_keys` if given) or, with `yield_single_examples=False`, whole batches. Without a
+        checkpoint the variables are freshly initialised (with a warning), as tf.estimator did.
+        """
+        path = self._checkpoint_to_use(checkpoint_path)
+        if path is None:
+            logger.warning("No checkpoint in %s: predicting with freshly initialised variables", self._model_dir)
+        plan = self._plan(ModeKeys.PREDICT)
+        holder = {}
+
+        def features_only():
+            features, _ = self._input_maker(input_fn, ModeKeys.PREDICT, holder)()
+            return features, None
+
+        with plan.environment():
+            built = building.ModeGraph(self, ModeKeys.PREDICT, plan, features_only)
+            spec = built.spec
+            predictions = _select(spec.predictions, predict_keys)
+            with built.graph.as_default():
+                runner = HookRunner(list(hooks or ()) + list(spec.prediction_hooks) + list(plan.hooks))
+                runner.begin()
+                saver = built.saver()
+                ops = (building.init_op(built.graph), building.local_init_op(built.graph), holder["input"].initializer)
+            built.graph.finalize()
+            with built.session(self._config.master) as sess:
+                building.start(sess, ops, saver, self._model_dir, checkpoint_path=path)
+                runner.after_create_session(sess)
+                options = built.run_options()
+                while True:
+                    try:
+                        if runner:
+                            batch, stop = runner.run(sess, predictions, options)
+                        else:
+                            batch, stop = sess.run(predictions, options=options), False
+                    except tf.errors.OutOfRangeError:
+                        break
+                    if yield_single_examples:
+                        yield from _examples(batch)
+                    else:
+                        yield batch
+                    if stop:
+                        break
+                runner.end(sess)
+
+    # ---- export -------------------------------------------------------------------------------------------
+    def export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra=None, as_text=False,
+                           checkpoint_path=None):
+        """Export the PREDICT graph with the newest (or given) checkpoint as a SavedModel.
+
+        Writes `export_dir_base/<timestamp>` (written under a temporary name, then renamed) and
+        returns its path. The SavedModel loads with plain `tf.saved_model.load` and serves
+        `serving_default` (model_fn's `predictions`, or its `export_outputs`).
+        """
+        path = self._checkpoint_to_use(checkpoint_path)
+        if path is None:
+            raise ValueError(f"NPUEstimator.export_saved_model: could not find a trained model (checkpoint) in "
+                             f"{self._model_dir}")
+        return export_lib.export(self, self._plan(ModeKeys.PREDICT), export_dir_base, serving_input_receiver_fn,
+                                 path, assets_extra=assets_extra, as_text=as_text)
+
+    export_savedmodel = export_saved_model
+
+    # ---- checkpoints ----------------------------------------------------------------------------------------
+    def latest_checkpoint(self) -> Optional[str]:
+        """The newest readable checkpoint in model_dir, or None."""
+        return checkpoints.latest_checkpoint(self._model_dir)
+
+    def get_variable_names(self) -> list:
+        """Names of the variables in the newest checkpoint."""
+        return [name for name, _ in tf.train.list_variables(self._require_checkpoint())]
+
+    def get_variable_value(self, name: str):
+        """The value of variable `name` in the newest checkpoint (a numpy array)."""
+        return tf.train.load_variable(self._require_checkpoint(), name)
+
+    def _require_checkpoint(self) -> str:
+        path = self.latest_checkpoint()
+        if path is None:
+            raise ValueError(f"No checkpoint in {self._model_dir}: train the model first")
+        return path
+
+    def _checkpoint_to_use(self, checkpoint_path):
+        if checkpoint_path is None:
+            return self.latest_checkpoint()
+        path = checkpoints.resolve(str(checkpoint_path))
+        if path is None:
+            raise ValueError(f"No readable checkpoint at {checkpoint_path!r}")
+        return path
+
+
+
+def _run_until_end(sess, runner, update, steps, options):
+    fast = sess.make_callable(update, accept_options=options is not None)
+    done = 0
+    try:
+        while steps is None or done < steps:
+            if runner:
+                _, stop = runner.run(sess, update, options)
+                if stop:
+                    break
+            elif options is not None:
+                fast(options=options)
+            else:
+                fast()
+            done += 1
+    except tf.errors.OutOfRangeError:
+        pass
+    if steps is not None and done < steps:
+        logger.info("Evaluation input ended after %d of %d steps", done, steps)
+
+
+def _write_eval_summaries(directory, results):
+    writer = building.summary_writer(directory)
+    try:
+        values = [_v1.Summary.Value(tag=key, simple_value=float(value)) for key, value in results.items()
+                  if key != "global_step" and np.ndim(value) == 0]
+        writer.add_summary(_v1.Summary(value=values), results["global_step"])
+    finally:
+        writer.close()
+
+
+def _select(predictions, keys):
+    if keys is None:
+        return predictions
+    if not isinstance(predictions, dict):
+        raise ValueError("predict_keys given, but model_fn's predictions is not a dict")
+    keys = [keys] if isinstance(keys, str) else list(keys)
+    missing = [k for k in keys if k not in predictions]
+    if missing:
+        raise ValueError(f"predict_keys {missing} are not in the predictions ({sorted(predictions)})")
+    return {k: predictions[k] for k in keys}
+
+
+def _examples(batch):
+    if isinstance(batch, dict):
+        sizes = {key: np.shape(value)[0] if np.ndim(value) else None for key, value in batch.items()}
+        if None in sizes.values() or len(set(sizes.values())) != 1:
+            raise ValueError(f"yield_single_examples needs every prediction to have the same batch dimension; "
+                             f"got {sizes}")
+        size = next(iter(sizes.values()))
+        for i in range(size):
+            yield {key: value[i] for key, value in batch.items()}
+    else:
+        if not np.ndim(batch):
+            raise ValueError("yield_single_examples needs predictions with a batch dimension")
+        yield from batch

@@ -1,0 +1,81 @@
+"""Calling user functions with the arguments they name, and turning input_fn results into tensors."""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional
+
+import tensorflow as tf
+
+
+def fn_args(fn: Callable) -> tuple:
+    """The names a function (or functools.partial, or callable object) accepts as arguments."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return ()
+    return tuple(name for name, p in signature.parameters.items()
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+
+
+def call_with_accepted(fn: Callable, available: Mapping[str, Any], what: str, required=()):
+    """Call `fn` with the keyword arguments from `available` that it names.
+
+    Raises ValueError if it names an argument that is not available (the classic Estimator's
+    rule), or lacks one of `required`.
+    """
+    names = fn_args(fn)
+    unknown = [n for n in names if n not in available and not _has_default(fn, n)]
+    if unknown:
+        raise ValueError(f"{what} takes argument(s) {unknown}; allowed: {sorted(available)}")
+    missing = [n for n in required if n not in names]
+    if missing:
+        raise ValueError(f"{what} must take the argument(s) {missing}")
+    return fn(**{n: available[n] for n in names if n in available})
+
+
+def _has_default(fn, name) -> bool:
+    parameter = inspect.signature(fn).parameters[name]
+    return parameter.default is not inspect.Parameter.empty
+
+
+@dataclass
+class Input:
+    """What an input_fn produced, inside the Estimator's graph.
+
+    `dataset` is set when input_fn returned a tf.data.Dataset; `iterator` is then an initializable
+    iterator (its initializer runs when the session starts) and `features`/`labels` its get_next.
+    """
+
+    features: Any
+    labels: Any
+    dataset: Optional[tf.data.Dataset] = None
+    iterator: Any = None
+
+    @property
+    def initializer(self):
+        return None if self.iterator is None else self.iterator.initializer
+
+
+def split_element(element):
+    """A dataset element or input_fn result -> (features, labels); labels None when absent."""
+    if isinstance(element, (tuple, list)):
+        if len(element) == 2:
+            return element[0], element[1]
+        if len(element) == 1:
+            return element[0], None
+        raise ValueError(f"input_fn must give features or (features, labels); got a tuple of {len(element)}")
+    return element, None
+
+
+def make_input(result, get_next: bool = True) -> Input:
+    """Wrap an input_fn result: a tf.data.Dataset, a (features, labels) tuple, or features alone.
+
+    `get_next=False` creates a dataset's iterator without its get_next op (a device loop reads
+    the iterator inside the loop instead)."""
+    if isinstance(result, tf.data.Dataset):
+        iterator = tf.compat.v1.data.make_initializable_iterator(result)
+        features, labels = split_element(iterator.get_next()) if get_next else (None, None)
+        return Input(features, labels, dataset=result, iterator=iterator)
+    features, labels = split_element(result)
+    return Input(features, labels)

@@ -1,0 +1,213 @@
+"""The training loop: a plain Session, cached callables, and schedules decided by step numbers.
+
+A run is one `Session.run` of the training program: one step, or up to N steps when the program
+is a device loop (`iterations_per_loop`, see device_loop.py). Before each run the loop knows the
+global step it will reach (`step + N`), so it decides with integer comparisons whether a summary,
+a log line or a checkpoint is due there. Runs where nothing is due and no hook takes part go
+through the innermost loop: a cached `Session.make_callable` and one comparison per run.
+
+Rules (also in docs/estimator.md):
+  - checkpoints at the first run boundary at or after each multiple of save_checkpoints_steps,
+    or when save_checkpoints_secs passed (checked at each run); one more when training ends;
+  - summaries every save_summary_steps: in single-step mode the merged summary ops (with the
+    loss) at each multiple; in a device loop the loss of every iteration that reached a multiple
+    (summary ops built inside model_fn cannot leave the loop); host_call summaries for each
+    multiple in both modes;
+  - a log line (loss; in a loop the last and the mean of the run) and global_step/sec at the
+    first boundary at or after each multiple of log_step_count_steps, plus a global_step/sec
+    summary on the chief;
+  - a NaN loss stops training with NanLossDuringTrainingError (as tf.estimator's NanTensorHook);
+  - the input ending (OutOfRangeError, also from inside a device loop) ends training normally.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from . import checkpoints as ckpt_lib
+from .device_loop import HostCall, scheduled_steps
+from .hooks import NEVER, HookRunner, Progress, RateMeter, StepSchedule, TimeSchedule
+
+logger = logging.getLogger("npurun")
+_v1 = tf.compat.v1
+
+
+class NanLossDuringTrainingError(RuntimeError):
+    """The training loss became NaN."""
+
+
+@dataclass
+class Program:
+    """What training runs fetch.
+
+    global_step: the global step (read without running anything else); step_after: the global
+    step after the run's update(s); loss: a scalar (the step's loss, or the mean of a loop's);
+    losses: a loop's per-iteration losses (None for single steps); summary: merged summary ops
+    or None; host_call / host_values: the HostCall and the tensors it is fed ([count, ...] in a
+    loop, one step's values otherwise); steps_per_run: N.
+    """
+
+    global_step: Any
+    step_after: Any
+    loss: Any
+    steps_per_run: int = 1
+    losses: Any = None
+    summary: Any = None
+    host_call: Optional[HostCall] = None
+    host_values: Any = None
+
+
+@dataclass
+class Schedules:
+    checkpoint_steps: Optional[int]
+    checkpoint_secs: Optional[float]
+    summary_steps: Optional[int]
+    log_steps: Optional[int]
+
+
+class TrainingLoop:
+    """Runs `program` from `start_step` until `last_step` (None: until the input ends or a stop)."""
+
+    def __init__(self, sess, program: Program, schedules: Schedules, runner: HookRunner,
+                 saver: Optional[ckpt_lib.CheckpointWriter], summary_writer, run_options=None):
+        self.sess = sess
+        self.program = program
+        self.schedules = schedules
+        self.runner = runner
+        self.saver = saver
+        self.writer = summary_writer
+        self.run_options = run_options
+        self.last_loss = None
+        self._fetch_dicts = {}
+
+    def _fast_callable(self):
+        fn = self.sess.make_callable([self.program.step_after, self.program.loss],
+                                     accept_options=self.run_options is not None)
+        if self.run_options is None:
+            return fn
+        options = self.run_options
+        return lambda: fn(options=options)
+
+    def run(self, start_step: int, last_step: Optional[int]) -> int:
+        """Train; returns the global step reached."""
+        program, s = self.program, self.schedules
+        inc = program.steps_per_run
+        last = NEVER if last_step is None else last_step
+        saving = self.saver is not None and bool(s.checkpoint_steps or s.checkpoint_secs)
+        ckpt = StepSchedule(s.checkpoint_steps if saving else None, start_step)
+        timed = TimeSchedule(s.checkpoint_secs if saving else None, lambda: ckpt_lib.clock())
+        summarising = self.writer is not None and bool(s.summary_steps)
+        summaries = StepSchedule(s.summary_steps if summarising else None, start_step)
+        logs = StepSchedule(s.log_steps, start_step)
+        self.progress = progress = Progress(start_step, last_step)
+        self.meter = RateMeter(start_step)
+        fast = self._fast_callable()
+        step, first, stop, ended = start_step, True, False, False
+        try:
+            while not stop and step < last:
+                target = min(last, ckpt.due, summaries.due, logs.due, progress.schedule.due)
+                if not self.runner and not first:
+                    step = self._hot(fast, step, inc, target, timed)
+                    if step >= last:
+                        break
+                previous = step
+                want_summary = summarising and step + inc >= summaries.due
+                want_losses = want_summary or step + inc >= logs.due
+                results, stop = self.runner.run(self.sess, self._fetches(want_summary, want_losses), self.run_options)
+                step, loss = int(results["step"]), results["loss"]
+                self.last_loss = results.get("losses", loss)
+                if first and step == previous:
+                    logger.warning("The global step did not advance (%d): the train_op should increment it, e.g. "
+                                   "optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())", step)
+                first = False
+                if np.any(np.isnan(loss)):
+                    self._nan(step)
+                if want_summary:
+                    self._summaries(results, previous, step)
+                    summaries.reset(step)
+                if step >= logs.due:
+                    self._log(step, self.last_loss)
+                    logs.reset(step)
+                if step >= progress.schedule.due:
+                    progress.show(step, float(np.mean(loss)))
+                if step >= ckpt.due or timed.is_due():
+                    stop = self.saver.save(self.sess, step) or stop
+                    ckpt.reset(step)
+                    timed.reset()
+        except tf.errors.OutOfRangeError:
+            # The input ended: a normal end of training. Read where the global step really is.
+            step = int(self.sess.run(program.global_step))
+            ended = True
+        finally:
+            progress.close()
+        if ended:
+            logger.info("Input ended at global step %d", step)
+        return step
+
+    def _hot(self, fast, step, inc, target, timed):
+        """Runs with nothing due, until the next run would reach `target`; returns the step reached."""
+        if timed.secs is None:
+            while step + inc < target:
+                step, loss = fast()
+                if loss != loss:
+                    self._nan(step)
+            return step
+        deadline = timed.last + timed.secs
+        while step + inc < target and ckpt_lib.clock() < deadline:
+            step, loss = fast()
+            if loss != loss:
+                self._nan(step)
+        return step
+
+    def _fetches(self, want_summary, want_losses) -> dict:
+        # The same dict object for the same choice, so HookRunner's cached callables apply.
+        key = (want_summary, want_losses)
+        if key not in self._fetch_dicts:
+            self._fetch_dicts[key] = self._build_fetches(want_summary, want_losses)
+        return self._fetch_dicts[key]
+
+    def _build_fetches(self, want_summary, want_losses) -> dict:
+        program = self.program
+        fetches = {"step": program.step_after, "loss": program.loss}
+        if want_losses and program.losses is not None:
+            fetches["losses"] = program.losses
+        if want_summary:
+            if program.summary is not None:
+                fetches["summary"] = program.summary
+            if program.host_call is not None:
+                fetches["host"] = program.host_values
+        return fetches
+
+    def _summaries(self, results, previous, step):
+        every = self.schedules.summary_steps
+        if "summary" in results:
+            self.writer.add_summary(results["summary"], step)
+        if "losses" in results:
+            for at in scheduled_steps(previous, step, every):
+                value = float(results["losses"][at - previous - 1])
+                self.writer.add_summary(_v1.Summary(value=[_v1.Summary.Value(tag="loss", simple_value=value)]), at)
+        if "host" in results:
+            values = results["host"] if self.program.losses is not None else [[v] for v in results["host"]]
+            steps = scheduled_steps(previous, step, every) if self.program.losses is not None else [step]
+            self.program.host_call.write(self.sess, self.writer, values, steps, previous + 1)
+
+    def _nan(self, step):
+        raise NanLossDuringTrainingError(f"NaN loss during training (global step {step})")
+
+    def _log(self, step, loss):
+        rate = self.meter.rate(step)
+        values = np.asarray(loss)
+        if values.ndim and values.size:
+            logger.info("loss = %.6g (mean of the last %d steps %.6g), step = %d", values[-1], values.size,
+                        values.mean(), step)
+        elif not values.ndim:
+            logger.info("loss = %.6g, step = %d", float(values), step)
+        if rate is not None:
+            logger.info("global_step/sec: %.4g", rate)
+            if self.writer is not None:
+                summary = _v1.Summary(value=[_v1.Summary.Value(tag="global_step/sec", simple_value=rate)])
+                self.writer.add_summary(summary, step)

@@ -1,0 +1,67 @@
+"""train_and_evaluate in one process: train, evaluating after checkpoints, as tf.estimator did locally."""
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import tensorflow as tf
+
+from . import checkpoints
+from .spec import EvalSpec, TrainSpec
+
+logger = logging.getLogger("npurun")
+
+
+class _EvaluateAfterSave(tf.compat.v1.train.CheckpointSaverListener):
+    """Evaluates (and runs the exporters) after a checkpoint when `throttle_secs` passed since the last."""
+
+    def __init__(self, estimator, eval_spec: EvalSpec):
+        self._estimator = estimator
+        self._spec = eval_spec
+        self._last_time = None
+        self.last_step = None
+        self.last_result = None
+        self.export_results = []
+
+    def after_save(self, session, global_step_value):
+        now = time.monotonic()
+        if self._last_time is not None and now - self._last_time < self._spec.throttle_secs:
+            return False
+        self._last_time = now
+        self.evaluate(global_step_value, final=False)
+        return False
+
+    def evaluate(self, step, final):
+        path = checkpoints.latest_checkpoint(self._estimator.model_dir)
+        self.last_result = self._estimator.evaluate(self._spec.input_fn, steps=self._spec.steps,
+                                                    hooks=self._spec.hooks, name=self._spec.name,
+                                                    checkpoint_path=path)
+        self.last_step = step
+        for exporter in self._spec.exporters:
+            base = os.path.join(self._estimator.model_dir, "export", exporter.name)
+            self.export_results.append(exporter.export(self._estimator, base, path, self.last_result, final))
+
+
+def train_and_evaluate(estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
+    """Train to `train_spec.max_steps`, evaluating after new checkpoints and at the end.
+
+    Rules (the local mode of tf.estimator.train_and_evaluate): an evaluation runs after a
+    checkpoint is saved when at least `eval_spec.throttle_secs` passed since the previous one, and
+    always once when training ends (on the final checkpoint). Exporters run after each evaluation.
+    Returns `(last evaluation result, list of export results)`.
+    """
+    if not isinstance(train_spec, TrainSpec):
+        raise TypeError(f"train_and_evaluate: train_spec must be a TrainSpec; got {type(train_spec).__name__}")
+    if not isinstance(eval_spec, EvalSpec):
+        raise TypeError(f"train_and_evaluate: eval_spec must be an EvalSpec; got {type(eval_spec).__name__}")
+    listener = _EvaluateAfterSave(estimator, eval_spec)
+    estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps,
+                    saving_listeners=list(train_spec.saving_listeners) + [listener])
+    latest = checkpoints.latest_checkpoint(estimator.model_dir)
+    final_step = checkpoints.checkpoint_step(latest) if latest else None
+    if latest is None:
+        raise ValueError("train_and_evaluate: training saved no checkpoint to evaluate (save_checkpoints_steps=0?)")
+    if listener.last_step != final_step:
+        listener.evaluate(final_step, final=True)
+    return listener.last_result, listener.export_results

@@ -1,0 +1,158 @@
+"""sess.run-mode helpers of the Ascend adapter: loop sinking and sessions from an NpuOptimizer ConfigProto.
+
+Ascend scripts that drive `sess.run` themselves do
+
+    config = tf.compat.v1.ConfigProto()
+    custom_op = config.graph_options.rewrite_options.custom_optimizers.add()
+    custom_op.name = "NpuOptimizer"
+    custom_op.parameter_map["iterations_per_loop"].i = 10
+    sess = npurun.util.session(config)                       # here: instead of tf.Session(config=config)
+    train_op = npurun.util.set_iteration_per_loop(sess, train_op, 10)
+    sess.run(train_op)                                        # 10 training steps
+
+or, to change the number of iterations while running,
+
+    iteration = npurun.util.IterationPerLoop()
+    train_op = iteration.create_iteration_per_loop_var(train_op)   # before the graph is finalised
+    iteration.load_iteration_per_loop_var(sess, 10)
+
+The loop copies the ops train_op needs into a tf.while_loop (see npurun.estimator.repeat), so
+each `sess.run` of the returned op runs N full steps, input included.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import tensorflow as tf
+
+from .estimator.hooks import HookRunner
+from .estimator.repeat import repeat
+
+_v1 = tf.compat.v1
+ITERATIONS_VARIABLE = "npurun_iterations_per_loop"
+
+
+def _check_iterations(iterations_per_loop) -> int:
+    if isinstance(iterations_per_loop, bool) or not isinstance(iterations_per_loop, int):
+        raise TypeError(f"iterations_per_loop: got {iterations_per_loop!r}; allowed: an int >= 1")
+    if iterations_per_loop < 1:
+        raise ValueError(f"iterations_per_loop: got {iterations_per_loop}; allowed: an int >= 1")
+    return iterations_per_loop
+
+
+def _check_session_agrees(sess, iterations_per_loop: int) -> None:
+    config = getattr(sess, "npurun_config", None)
+    if config is not None and config.iterations_per_loop not in (1, iterations_per_loop):
+        raise ValueError(f"iterations_per_loop: the session's NpuOptimizer entry says "
+                         f"{config.iterations_per_loop}, set_iteration_per_loop was given {iterations_per_loop}; "
+                         f"they must be equal")
+
+
+def set_iteration_per_loop(sess, train_op, iterations_per_loop: int = 1):
+    """Return an op that runs `train_op` `iterations_per_loop` times per `sess.run`.
+
+    Rules: iterations_per_loop is an int >= 1 (1 returns train_op's group unchanged in effect);
+    the graph must not be finalised; when `sess` came from `npurun.util.session`, its
+    NpuOptimizer `iterations_per_loop` (if set) must be the same number.
+    """
+    iterations = _check_iterations(iterations_per_loop)
+    _check_session_agrees(sess, iterations)
+    if sess is not None and sess.graph is not train_op.graph:
+        raise ValueError("set_iteration_per_loop: train_op is not in the session's graph")
+    if iterations == 1:
+        with train_op.graph.as_default():
+            return tf.group(train_op, name="IterationOp")
+    return repeat(train_op, iterations)
+
+
+class IterationPerLoop:
+    """The loop count as a variable, so it can change between runs without rebuilding the graph."""
+
+    def __init__(self):
+        self._variable = None
+
+    def create_iteration_per_loop_var(self, train_op):
+        """Return the looped train_op; its iteration count is loaded with `load_iteration_per_loop_var`
+        (1 until then). Call before the graph is finalised."""
+        with train_op.graph.as_default():
+            self._variable = _v1.get_variable(ITERATIONS_VARIABLE, [], tf.int64, initializer=_v1.ones_initializer(),
+                                              trainable=False, collections=[_v1.GraphKeys.LOCAL_VARIABLES],
+                                              use_resource=True)
+            return repeat(train_op, self._variable.read_value())
+
+    def load_iteration_per_loop_var(self, sess, iterations_per_loop: int) -> None:
+        """Set the iteration count used by the next runs (initialising the count if needed)."""
+        if self._variable is None:
+            raise ValueError("IterationPerLoop: call create_iteration_per_loop_var(train_op) first")
+        iterations = _check_iterations(iterations_per_loop)
+        _check_session_agrees(sess, iterations)
+        self._variable.load(iterations, sess)
+
+
+class NPUSession(_v1.Session):
+    """A tf.compat.v1.Session created from NPURunConfig options (see `session`).
+
+    The options' plan is applied when the session is created: its ConfigProto, its environment
+    (for the session's lifetime), its graph transforms (on the graph as built so far) and its
+    hooks (around every `run`). `npurun_config` is the NPURunConfig the options came from.
+    """
+
+    def __init__(self, npurun_config, target: str = "", graph=None, mode: str = "train"):
+        from .runtime.plan import build_plan
+
+        self.npurun_config = npurun_config
+        self.plan = build_plan(npurun_config.options, mode)
+        self._environment = contextlib.ExitStack()
+        self._environment.enter_context(self.plan.environment())
+        graph = graph or _v1.get_default_graph()
+        for transform in self.plan.graph_transforms:
+            transform(graph, mode)
+        self._hooks = HookRunner(self.plan.hooks)
+        with graph.as_default():
+            self._hooks.begin()
+        super().__init__(target or npurun_config.master, graph=graph, config=self.plan.config_proto)
+        self._hooks.after_create_session(self)
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        if not self._hooks:
+            return super().run(fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata)
+        raw = _v1.Session.run.__get__(self)
+        runner = _PassThrough(raw, feed_dict, run_metadata)
+        results, _ = self._hooks.run(runner, fetches, options)
+        return results
+
+    def close(self):
+        try:
+            if self._hooks.all_hooks and not self._closed:
+                self._hooks.end(self)
+        finally:
+            super().close()
+            self._environment.close()
+
+
+class _PassThrough:
+    """Lets HookRunner call the base Session.run with the caller's feeds and run_metadata."""
+
+    def __init__(self, run, feed_dict, run_metadata):
+        self._run, self._feed, self._metadata = run, feed_dict, run_metadata
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        merged = dict(self._feed or {})
+        merged.update(feed_dict or {})
+        results = self._run(fetches, feed_dict=merged or None, options=options, run_metadata=run_metadata)
+        if self._metadata is not None and run_metadata is not None:
+            self._metadata.CopyFrom(run_metadata)  # the caller's RunMetadata gets what the hooks saw
+        return results
+
+
+def session(config_proto=None, target: str = "", graph=None, mode: str = "train", **options) -> NPUSession:
+    """A session for a hand-written ConfigProto whose NpuOptimizer entry carries NPU options.
+
+    The entry is decoded (npurun.config.param_map) and validated as NPURunConfig options;
+    `options` given as keywords win over it, and the entry is removed before TensorFlow sees the
+    ConfigProto. Errors name the option, the value and what is allowed, as NPURunConfig's do.
+    """
+    from .config import NPURunConfig
+
+    return NPUSession(NPURunConfig(session_config=config_proto, **options), target=target, graph=graph, mode=mode)
+
