@@ -97,3 +97,53 @@ def test_exception_dump_wraps_the_estimators_hook_runner(tmp_path, monkeypatch):
     run_dir = only_subdir(tmp_path / "exception_dump")
     values = {r["slot"]: open_dump(run_dir).load(r) for r in open_dump(run_dir).records}
     assert values[0].tolist() == [1.0, 2.0] and values[1] == 5
+
+
+def _gather_model_fn(features, labels, mode, params):
+    """Gathers row params["index"] of a 2-row table: index 5 fails at run time, in every mode."""
+    table = tf.constant([[1.0], [2.0]], name="table")
+    index = tf.constant(params["index"], name="index")
+    picked = tf.gather(table, index, name="bad_gather")
+    loss = tf.reduce_mean(features["x"]) * picked[0] + 0.0 * v1.get_variable("w", [1])[0]
+    if mode == ModeKeys.PREDICT:
+        return EstimatorSpec(mode, predictions={"p": tf.fill([tf.shape(features["x"])[0]], picked[0])})
+    if mode == ModeKeys.EVAL:
+        return EstimatorSpec(mode, loss=loss)
+    train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=v1.train.get_global_step())
+    return EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+@pytest.mark.parametrize("mode", ["train", "evaluate", "predict"])
+def test_estimator_writes_an_exception_dump_for_a_failing_op(tmp_path, monkeypatch, mode):
+    """NPUEstimator itself wraps its runs: the failing op is named, its inputs dumped, the path in the error."""
+    monkeypatch.chdir(tmp_path)
+    config = npurun.NPURunConfig(enable_exception_dump=1, save_checkpoints_steps=0, log_step_count_steps=None)
+    model_dir = str(tmp_path / "model")
+    if mode != "train":  # evaluate and predict need a checkpoint, from a model that works
+        saving = npurun.NPURunConfig(log_step_count_steps=None)
+        NPUEstimator(_gather_model_fn, model_dir=model_dir, config=saving, params={"index": 1}).train(input_fn, steps=1)
+    est = NPUEstimator(_gather_model_fn, model_dir=model_dir, config=config, params={"index": 5})
+    with pytest.raises(tf.errors.InvalidArgumentError, match="exception dump") as caught:
+        if mode == "train":
+            est.train(input_fn, steps=2)
+        elif mode == "evaluate":
+            est.evaluate(input_fn, steps=1)
+        else:
+            list(est.predict(input_fn))
+    run_dir = only_subdir(tmp_path / "exception_dump")
+    assert str(run_dir) in str(caught.value)
+    with open(os.path.join(run_dir, "error.json"), encoding="utf-8") as handle:
+        error = json.load(handle)
+    assert error["op"].endswith("bad_gather")
+    values = [open_dump(run_dir).load(r) for r in open_dump(run_dir).records]
+    assert any(np.array_equal(v, [[1.0], [2.0]]) for v in values)
+    assert any(np.ndim(v) == 0 and v == 5 for v in values)
+
+
+def test_without_the_option_no_exception_dump_is_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = npurun.NPURunConfig(save_checkpoints_steps=0, log_step_count_steps=None)
+    est = NPUEstimator(_gather_model_fn, model_dir=str(tmp_path / "model"), config=config, params={"index": 5})
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        est.train(input_fn, steps=2)
+    assert not (tmp_path / "exception_dump").exists()

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import logging
 import os
 import traceback
@@ -88,7 +89,7 @@ def write_exception_dump(error: tf.errors.OpError, session, feed_dict=None, mode
                          root: str | None = None) -> str:
     """Write the dump for `error` (see the module rules) and return its directory."""
     path = new_run_dir(os.path.join(root or os.getcwd(), DIRECTORY), mode)
-    op = error.op
+    op = error.op or _op_named_in_message(error, session)
     node = error.node_def
     info = {"mode": mode, "error": type(error).__name__, "code": error.error_code, "message": error.message,
             "op": op.name if op is not None else getattr(node, "name", None),
@@ -104,6 +105,19 @@ def write_exception_dump(error: tf.errors.OpError, session, feed_dict=None, mode
     with open(os.path.join(path, "error.json"), "w", encoding="utf-8") as out:
         json.dump(info, out, indent=2, sort_keys=True)
     return path
+
+
+def _op_named_in_message(error: tf.errors.OpError, session):
+    """The failing op when the error carries none (runs through a cached callable): its name is in
+    the message as `{{node NAME}}`."""
+    match = re.search(r"\{\{node ([^}]+)\}\}", error.message or "")
+    graph = getattr(_raw_session(session), "graph", None)
+    if match is None or graph is None:
+        return None
+    try:
+        return graph.get_operation_by_name(match.group(1))
+    except KeyError:
+        return None
 
 
 def _dump_inputs(op, session, feed_dict, writer: DumpWriter) -> list:
@@ -151,7 +165,7 @@ def exception_dump(options, session, feed_dict=None, mode: str = "run"):
         except Exception:  # noqa: BLE001 - a broken dump must not hide the user's error
             log.error("enable_exception_dump: writing the dump failed:\n%s", traceback.format_exc())
             raise error from None
-        log.error("op %s failed; exception dump written to %s", getattr(error.op, "name", "?"), path)
+        log.error("an op failed (%s); exception dump written to %s", type(error).__name__, path)
         raise _with_path(error, path) from error
 
 

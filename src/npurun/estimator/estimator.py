@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..config import NPURunConfig
+from ..debug.exception_dump import exception_dump
 from ..runtime.plan import build_plan
 from . import building, checkpoints, export as export_lib, training_graph
 from .hooks import HookRunner
@@ -152,8 +153,9 @@ class NPUEstimator:
             with built.session(self._config.master) as sess:
                 building.start(sess, ops, saver, self._model_dir, checkpoint_path=path)
                 runner.after_create_session(sess)
-                _run_until_end(sess, runner, update, steps, built.run_options())
-                results = sess.run(values)
+                with exception_dump(self._config.options, sess, feed_dict=None, mode=ModeKeys.EVAL):
+                    _run_until_end(sess, runner, update, steps, built.run_options())
+                    results = sess.run(values)
                 results["global_step"] = int(sess.run(built.global_step))
                 runner.end(sess)
         if self._config.is_chief:
@@ -199,10 +201,12 @@ class NPUEstimator:
                 options = built.run_options()
                 while True:
                     try:
-                        if runner:
-                            batch, stop = runner.run(sess, predictions, options)
-                        else:
-                            batch, stop = sess.run(predictions, options=options), False
+                        # Never around a yield: the dump must see only this run's error.
+                        with exception_dump(self._config.options, sess, feed_dict=None, mode=ModeKeys.PREDICT):
+                            if runner:
+                                batch, stop = runner.run(sess, predictions, options)
+                            else:
+                                batch, stop = sess.run(predictions, options=options), False
                     except tf.errors.OutOfRangeError:
                         break
                     if yield_single_examples:

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
+from ..debug.exception_dump import exception_dump
 from . import building, checkpoints, device_loop
 from .hooks import HookRunner
 from .inputs import Input
@@ -81,7 +82,8 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                     checkpoint_steps=config.save_checkpoints_steps, checkpoint_secs=config.save_checkpoints_secs,
                     summary_steps=config.save_summary_steps, log_steps=options["log_step_count_steps"]),
                     runner, writer_ckpt, writer, built.run_options())
-                step = loop.run(start_step, last_step)
+                with exception_dump(options, sess, feed_dict=None, mode=ModeKeys.TRAIN):
+                    step = loop.run(start_step, last_step)
                 if writer_ckpt is not None:
                     if writer_ckpt.last_saved_step != step:
                         writer_ckpt.save(sess, step)
