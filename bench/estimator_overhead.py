@@ -6,10 +6,10 @@ no checkpoints, summaries or logging. The classic Estimator runs in its own virt
 (TF 2.15 with tensorflow-estimator, created on first use under ~/.cache/npurun-bench/tf215 by
 tests/compat/tf215_env.py; skipped with a message when that cannot be installed).
 
-Steps/s: for NPUEstimator, (n2 - n1) / (T(n2) - T(n1)) over two train() calls of n1 and n2 steps,
-T the time in the training loop (graph building, session start and the first steps cancel out);
-the plain loop times the steps after 200 warm-up steps; the peer measures after its first 200
-steps. The runners alternate for --rounds rounds and the best rate of each is compared (other
+Steps/s, each after 200 warm-up steps: NPUEstimator's training loop timed inside one train() call
+(TrainingLoop.run is run to step 200 first, then timed to the end: graph building and session
+start are excluded); the plain loop times its steps after 200; the peer measures after its first
+200 steps. The runners alternate for --rounds rounds and the best rate of each is compared (other
 load on the machine only slows runs down). Usage: python bench/estimator_overhead.py [--steps N]
 """
 from __future__ import annotations
@@ -56,31 +56,31 @@ def _mlp(x, labels):
 
 
 def npurun_rate(steps: int, iterations: int = 1) -> float:
-    """Steps/s of NPUEstimator.train's loop: (n2 - n1) / (T(n2) - T(n1)) over two train() calls, T
-    being the time spent in the training loop (graph building and session start excluded)."""
+    """Steps/s of NPUEstimator.train's training loop, timed inside one train() call: the loop is
+    run to a warm-up step first, then timed from there to `steps` (graph building, session start
+    and the first runs excluded, as for the other runners)."""
     import npurun
     from npurun.estimator import NPUEstimator, loop
 
     config = npurun.NPURunConfig(save_checkpoints_steps=0, save_summary_steps=0, log_step_count_steps=None,
                                  iterations_per_loop=iterations)
-    timings = []
+    warm = -(-200 // iterations) * iterations  # 200 steps, rounded up to whole loops
+    timing = {}
     real_run = loop.TrainingLoop.run
 
     def timed_run(self, start_step, last_step):
+        real_run(self, start_step, start_step + warm)
         begin = time.perf_counter()
-        try:
-            return real_run(self, start_step, last_step)
-        finally:
-            timings.append(time.perf_counter() - begin)
+        reached = real_run(self, start_step + warm, last_step)
+        timing["rate"] = (reached - start_step - warm) / (time.perf_counter() - begin)
+        return reached
 
     loop.TrainingLoop.run = timed_run
     try:
-        short = max(200, steps // 10) // iterations * iterations
-        for n in (short, steps):
-            NPUEstimator(model_fn, model_dir=tempfile.mkdtemp(), config=config).train(input_fn, steps=n)
+        NPUEstimator(model_fn, model_dir=tempfile.mkdtemp(), config=config).train(input_fn, steps=steps)
     finally:
         loop.TrainingLoop.run = real_run
-    return (steps - short) / (timings[1] - timings[0])
+    return timing["rate"]
 
 
 def plain_rate(steps: int) -> float:

@@ -3,9 +3,9 @@ tf.while_loop Session loop and Keras 3 model.fit(steps_per_execution=N).
 
 Same MLP and input as bench/estimator_overhead.py and the Keras peer script
 (/work/shared/bench/peer_keras_bench.py, run with env SPE and STEPS on this virtualenv's Python).
-NPUEstimator runs without checkpoints, summaries or logging; its rate is (n2 - n1) / (T(n2) -
-T(n1)) over two train() calls, T the time in the training loop. The hand loop runs N steps per
-Session.run in a tf.while_loop with get_next in the body, timed after warm-up runs. Runners
+NPUEstimator runs without checkpoints, summaries or logging; its training loop is timed inside
+one train() call after 200 warm-up steps. The hand loop runs N steps per Session.run in a
+tf.while_loop with get_next in the body, timed after 200 warm-up steps. Runners
 alternate for --rounds rounds; the best rate of each is compared.
 Usage: python bench/loop_sinking.py [--steps 3000] [--rounds 3]
 """

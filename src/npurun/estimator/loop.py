@@ -103,7 +103,7 @@ class TrainingLoop:
         summarising = self.writer is not None and bool(s.summary_steps)
         summaries = StepSchedule(s.summary_steps if summarising else None, start_step)
         logs = StepSchedule(s.log_steps, start_step)
-        self.progress = progress = Progress(start_step, last_step)
+        progress = Progress(start_step, last_step)
         self.meter = RateMeter(start_step)
         fast = self._fast_callable()
         step, first, stop, ended = start_step, True, False, False
@@ -111,7 +111,9 @@ class TrainingLoop:
             while not stop and step < last:
                 target = min(last, ckpt.due, summaries.due, logs.due, progress.schedule.due)
                 if not self.runner and not first:
-                    step = self._hot(fast, step, inc, target, timed)
+                    step, loss = self._hot(fast, step, inc, target, timed)
+                    if loss is not None:
+                        self.last_loss = loss
                     if step >= last:
                         break
                 previous = step
@@ -149,19 +151,21 @@ class TrainingLoop:
         return step
 
     def _hot(self, fast, step, inc, target, timed):
-        """Runs with nothing due, until the next run would reach `target`; returns the step reached."""
+        """Runs with nothing due, until the next run would reach `target`; returns (step, last loss
+        or None when nothing ran)."""
+        loss = None
         if timed.secs is None:
             while step + inc < target:
                 step, loss = fast()
                 if loss != loss:
                     self._nan(step)
-            return step
+            return step, loss
         deadline = timed.last + timed.secs
         while step + inc < target and ckpt_lib.clock() < deadline:
             step, loss = fast()
             if loss != loss:
                 self._nan(step)
-        return step
+        return step, loss
 
     def _fetches(self, want_summary, want_losses) -> dict:
         # The same dict object for the same choice, so HookRunner's cached callables apply.

@@ -209,6 +209,11 @@ class LossScaleLoggingHook(_v1.train.SessionRunHook):
         self._runs = 0
         self._last_skipped = None
 
+    def is_idle(self) -> bool:
+        """Without a loss-scale manager in the graph this hook has nothing to do: the Estimator's
+        hook runner then leaves it out of the per-step path."""
+        return not self._fetches
+
     def before_run(self, run_context):
         return _v1.train.SessionRunArgs(self._fetches) if self._fetches else None
 
