@@ -25,8 +25,8 @@ import logging
 import tensorflow as tf
 
 from .dump_files import DumpWriter
-from .graph_scan import RunScanner, is_fetchable
-from .steps import StepTracker
+from .graph_scan import is_fetchable
+from .step_hook import SelectedStepHook
 
 log = logging.getLogger(__name__)
 
@@ -44,35 +44,18 @@ def selected_tensors(graph, ops, layer, dump_mode: str) -> list[tuple[str, int, 
     return chosen
 
 
-class TensorDumpHook(tf.compat.v1.train.SessionRunHook):
+class TensorDumpHook(SelectedStepHook):
     def __init__(self, dump_config, mode: str, steps_per_run: int = 1, writer: DumpWriter | None = None):
-        self._steps = dump_config.steps
+        super().__init__(dump_config, mode, steps_per_run, writer)
         layer = dump_config.dump_layer
         self._layer = frozenset(layer.split()) if layer else None
         self._mode = dump_config.dump_mode
-        self._data = dump_config.dump_data
-        self._tracker = StepTracker(mode, steps_per_run)
-        self._writer = writer or DumpWriter(dump_config.dump_path, mode)
-        self._pending = None
         self._warned_missing = False
 
-    @property
-    def path(self) -> str | None:
-        """This session's dump directory (None until something was written)."""
-        return self._writer.path
-
-    def begin(self):
-        self._tracker.begin()
-        self._scanner = RunScanner(tf.compat.v1.get_default_graph())
-
-    def after_create_session(self, session, coord):
-        self._tracker.sync(session)
-
     def before_run(self, run_context):
-        self._pending = None
-        if not self._tracker.selected(self._steps):
+        ops = self._ops_if_selected(run_context)
+        if ops is None:
             return None
-        ops = self._scanner.ops(run_context.original_args)
         self._warn_missing(ops)
         chosen = selected_tensors(self._scanner.graph, ops, self._layer, self._mode)
         if not chosen:

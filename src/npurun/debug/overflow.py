@@ -25,10 +25,10 @@ import logging
 import tensorflow as tf
 
 from .dump_files import DumpWriter
-from .graph_scan import RunScanner, is_fetchable
+from .graph_scan import is_fetchable
 from .stats import has_overflow
 from .step_stats import first_start, node_runs
-from .steps import StepTracker
+from .step_hook import SelectedStepHook
 
 log = logging.getLogger(__name__)
 
@@ -66,32 +66,16 @@ def execution_order(items: list, ops: list, starts: dict) -> list:
     return ordered
 
 
-class OverflowHook(tf.compat.v1.train.SessionRunHook):
+class OverflowHook(SelectedStepHook):
     def __init__(self, dump_config, mode: str, steps_per_run: int = 1, writer: DumpWriter | None = None):
-        self._steps = dump_config.steps
-        self._data = dump_config.dump_data
-        self._tracker = StepTracker(mode, steps_per_run)
-        self._writer = writer or DumpWriter(dump_config.dump_path, mode)
-        self._pending = None
+        super().__init__(dump_config, mode, steps_per_run, writer)
         self.overflows: list[dict] = []
 
-    @property
-    def path(self) -> str | None:
-        return self._writer.path
-
-    def begin(self):
-        self._tracker.begin()
-        self._scanner = RunScanner(tf.compat.v1.get_default_graph())
-
-    def after_create_session(self, session, coord):
-        self._tracker.sync(session)
-
     def before_run(self, run_context):
-        self._pending = None
-        if not self._tracker.selected(self._steps):
+        ops = self._ops_if_selected(run_context)
+        if ops is None:
             return None
         graph = self._scanner.graph
-        ops = self._scanner.ops(run_context.original_args)
         chosen = [(position, slot, t, op) for position, op in enumerate(ops)
                   for slot, t in enumerate(op.outputs) if _is_float(t) and is_fetchable(graph, t)]
         if not chosen:
