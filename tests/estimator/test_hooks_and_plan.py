@@ -188,5 +188,5 @@ def test_whole_step_jit_is_not_silently_dropped(tmp_path):
         _warnings.simplefilter("ignore")
         config = npurun.NPURunConfig(jit_compile="true", save_checkpoints_steps=0, log_step_count_steps=None)
     est = npurun.NPUEstimator(model_fn, model_dir=str(tmp_path), config=config)
-    with pytest.warns(UserWarning, match="does not compile the whole step"):
+    with pytest.warns(UserWarning, match="whole-step XLA compilation.*runs without XLA"):
         est.train(input_fn, steps=2)

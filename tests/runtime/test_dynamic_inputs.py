@@ -1,6 +1,8 @@
 """dynamic_input / dynamic_inputs_shape_range: shapes applied to dataset (getnext) and placeholder
 (data) inputs, and out-of-range sizes failing with a message naming input, dimension, value and
 range."""
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -42,7 +44,9 @@ def test_batch_out_of_range_names_input_dimension_value_and_range(apply):
         with pytest.raises(tf.errors.InvalidArgumentError) as caught:
             built.run()
     message = str(caught.value)
-    assert "dynamic_inputs_shape_range: getnext input 0" in message
+    # Both inputs (features [100, 8], labels [100]) break their 2~64 batch range; the executor runs
+    # the two checks in parallel, so either may be the one reported.
+    assert re.search(r"dynamic_inputs_shape_range: getnext input [01] \(", message), message
     assert "dimension 0: size" in message and "[100]" in message and "is outside 2~64" in message
 
 

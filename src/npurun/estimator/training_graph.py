@@ -18,19 +18,6 @@ logger = logging.getLogger("npurun")
 _v1 = tf.compat.v1
 
 
-def _warn_if_whole_step_compilation(options) -> None:
-    """Whole-step XLA compilation (runtime.compilation.compile_step) is not wired into this loop yet:
-    say so rather than train uncompiled in silence. Auto-clustering (mix_compile_mode=True) works."""
-    from ..runtime.compilation import resolve_jit
-
-    choice = resolve_jit(options)
-    if choice.mode == "whole":
-        warnings.warn(f"NPUEstimator.train: {choice.reason}, but NPUEstimator does not compile the whole step "
-                      "in this version; the step runs uncompiled. Use mix_compile_mode=True for XLA "
-                      "auto-clustering, or runtime.compilation.compile_step in a sess.run script.",
-                      UserWarning, stacklevel=3)
-
-
 def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int:
     """Train as NPUEstimator.train documents; returns the global step reached."""
     config = estimator.config
@@ -44,7 +31,6 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
         warnings.warn("NPUEstimator.train: saving_listeners are ignored because this process saves no "
                       "checkpoints (save_checkpoints_steps=0 or not the chief)", UserWarning, stacklevel=3)
     plan = estimator._plan(ModeKeys.TRAIN)
-    _warn_if_whole_step_compilation(options)
     holder = {}
     make_input = estimator._input_maker(input_fn, ModeKeys.TRAIN, holder, get_next=iterations == 1)
     with plan.environment():
