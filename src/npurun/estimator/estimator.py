@@ -145,10 +145,7 @@ class NPUEstimator:
                     metrics["loss"] = _v1.metrics.mean(spec.loss)
                 update = tf.group(*[pair[1] for pair in metrics.values()])
                 values = {key: pair[0] for key, pair in metrics.items()}
-                runner = HookRunner(list(hooks or ()) + list(spec.evaluation_hooks) + list(plan.hooks))
-                runner.begin()
-                saver = built.saver()
-                ops = (building.init_op(built.graph), building.local_init_op(built.graph), holder["input"].initializer)
+                runner, saver, ops = _prepare_restore(built, holder, hooks, spec.evaluation_hooks, plan)
             built.graph.finalize()
             with built.session(self._config.master) as sess:
                 building.start(sess, ops, saver, self._model_dir, checkpoint_path=path)
@@ -190,10 +187,7 @@ class NPUEstimator:
             spec = built.spec
             predictions = _select(spec.predictions, predict_keys)
             with built.graph.as_default():
-                runner = HookRunner(list(hooks or ()) + list(spec.prediction_hooks) + list(plan.hooks))
-                runner.begin()
-                saver = built.saver()
-                ops = (building.init_op(built.graph), building.local_init_op(built.graph), holder["input"].initializer)
+                runner, saver, ops = _prepare_restore(built, holder, hooks, spec.prediction_hooks, plan)
             built.graph.finalize()
             with built.session(self._config.master) as sess:
                 building.start(sess, ops, saver, self._model_dir, checkpoint_path=path)
@@ -262,6 +256,15 @@ class NPUEstimator:
             raise ValueError(f"No readable checkpoint at {checkpoint_path!r}")
         return path
 
+
+
+def _prepare_restore(built, holder, hooks, spec_hooks, plan):
+    """For evaluate and predict, in the graph before it is finalised: the begun hook runner, the
+    saver that restores the checkpoint, and the ops that initialise what it does not restore."""
+    runner = HookRunner(list(hooks or ()) + list(spec_hooks) + list(plan.hooks))
+    runner.begin()  # hooks may add ops until here
+    ops = (building.init_op(built.graph), building.local_init_op(built.graph), holder["input"].initializer)
+    return runner, built.saver(), ops
 
 
 def _run_until_end(sess, runner, update, steps, options):
