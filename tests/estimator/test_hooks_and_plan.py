@@ -164,29 +164,3 @@ def test_op_wait_timeout_ends_a_blocked_op(make_config, model_dir):
         est.train(input_fn_for(X, Y), steps=1)
     assert time.monotonic() - start < 30
     assert est.last_plan.config_proto.operation_timeout_in_ms == 1000
-
-
-def test_whole_step_jit_is_not_silently_dropped(tmp_path):
-    """jit_compile='true' with full sink is not applied by NPUEstimator yet: it must say so."""
-    import warnings as _warnings
-
-    import numpy as _np
-    import tensorflow as _tf
-
-    import npurun
-
-    def model_fn(features, labels, mode):
-        w = _tf.compat.v1.get_variable("w", [2, 1])
-        loss = _tf.reduce_mean(_tf.matmul(features, w))
-        step = _tf.compat.v1.train.get_or_create_global_step()
-        return npurun.EstimatorSpec(mode, loss=loss, train_op=_tf.compat.v1.assign_add(step, 1))
-
-    def input_fn():
-        return _tf.data.Dataset.from_tensor_slices((_np.ones((4, 2), "float32"), _np.zeros(4))).repeat().batch(2)
-
-    with _warnings.catch_warnings():
-        _warnings.simplefilter("ignore")
-        config = npurun.NPURunConfig(jit_compile="true", save_checkpoints_steps=0, log_step_count_steps=None)
-    est = npurun.NPUEstimator(model_fn, model_dir=str(tmp_path), config=config)
-    with pytest.warns(UserWarning, match="whole-step XLA compilation.*runs without XLA"):
-        est.train(input_fn, steps=2)

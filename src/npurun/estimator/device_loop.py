@@ -17,18 +17,23 @@ Per iteration the loop keeps the loss and, for `NPUEstimatorSpec.host_call`, the
 tensors, in local [N, ...] buffer variables read after the run, so the host can
 log every iteration's loss and produce host_call summaries for any step of the loop.
 
-model_fn is called inside the loop body, so its ops (and its `tf.compat.v1.summary` ops) live
-there; summaries must come from host_call in this mode, and training hooks must not fetch
-tensors created by model_fn.
+model_fn is called inside the loop body, so its ops live there. Its `tf.compat.v1.summary` ops
+are lifted to the host like host_call tensors, and hooks fetching its loss get the last
+iteration's value (see host_values.py).
+
+With whole-step XLA compilation (runtime.compilation.loop_is_compiled) the loop is one XLA
+computation: the input is read outside it, N elements stacked by one get_next, so a finite
+input's last N-1 elements at most (a partial loop) are not trained on.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 import numpy as np
 import tensorflow as tf
 
+from . import host_values
 from .inputs import split_element
 from .spec import ModeKeys
 
@@ -47,6 +52,7 @@ class LoopOutputs:
     losses: Any
     loss: Any
     host_values: List[Any]
+    host_call: Optional[tuple] = None  # (fn, tensors of one iteration): model_fn's host_call and summaries
 
 
 def check_input(inp, iterations: int) -> None:
@@ -57,19 +63,28 @@ def check_input(inp, iterations: int) -> None:
                          f"a device loop. Return the dataset itself, or use iterations_per_loop=1")
 
 
-def build(estimator, inp, iterations: int, global_step) -> tuple:
-    """Build the loop; returns (the EstimatorSpec model_fn returned inside it, LoopOutputs)."""
+def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[Callable] = None) -> tuple:
+    """Build the loop; returns (the EstimatorSpec model_fn returned inside it, LoopOutputs).
+
+    `compile_loop(fn, inputs)`, when given, builds `fn(*inputs)` as one XLA computation (see
+    runtime.compilation.compile_step); the input is then read outside the loop: one get_next
+    gives the N elements of the loop stacked (the dataset was batched by N), and iteration i
+    takes the i-th of them.
+    """
     captured = {}
     buffers: List[Any] = []
     loss_buffer = _buffer("loss", tf.TensorSpec([], tf.float32), iterations)
 
     def train_step(i, element):
         features, labels = split_element(element)
-        spec = estimator.call_model_fn(features, labels, ModeKeys.TRAIN)
+        with host_values.lifting(static_shapes=True) as lifted:
+            spec = estimator.call_model_fn(features, labels, ModeKeys.TRAIN)
+        host_call = host_values.combine(spec.host_call, lifted.host_call())
         captured.setdefault("spec", spec)
+        captured.setdefault("host_call", host_call)
         updates = []
-        if spec.host_call is not None:
-            for k, tensor in enumerate(_flat(spec.host_call[1])):
+        if host_call is not None:
+            for k, tensor in enumerate(host_call[1]):
                 if len(buffers) <= k:
                     buffers.append(_buffer(k, tensor, iterations))
                 updates.append(_v1.scatter_update(buffers[k], [i], tf.expand_dims(tensor, 0)))
@@ -77,21 +92,36 @@ def build(estimator, inp, iterations: int, global_step) -> tuple:
             loss = tf.cast(tf.identity(spec.loss), tf.float32)
             return _v1.scatter_update(loss_buffer, [i], tf.expand_dims(loss, 0))
 
-    def body(i):
-        # Sequencing: every op of this iteration waits for `i`, and `i` of the next iteration is
-        # produced only after this iteration's train_op ran. Without that, iterations of a while
-        # loop overlap and a step could read variables before the previous step's update.
-        with tf.control_dependencies([i]):
-            element = inp.iterator.get_next()
-        with tf.control_dependencies([train_step(i, element)]):
-            return (i + 1,)
+    def run_loop(*stacked):
+        def body(i):
+            # Sequencing: every op of this iteration waits for `i`, and `i` of the next iteration is
+            # produced only after this iteration's train_op ran. Without that, iterations of a while
+            # loop overlap and a step could read variables before the previous step's update.
+            with tf.control_dependencies([i]):
+                if compile_loop is None:
+                    element = inp.iterator.get_next()
+                else:
+                    element = tf.nest.pack_sequence_as(structure, [t[i] for t in stacked])
+            with tf.control_dependencies([train_step(i, element)]):
+                return (i + 1,)
 
-    count, = tf.while_loop(lambda i: i < iterations, body, (tf.constant(0),), name="npurun_device_loop")
+        # A static trip count lets XLA compile the loop; the plain loop does without its extra counter.
+        bound = iterations if compile_loop is not None else None
+        count, = tf.while_loop(lambda i: i < iterations, body, (tf.constant(0),), name="npurun_device_loop",
+                               maximum_iterations=bound)
+        return count
+
+    if compile_loop is None:
+        count = run_loop()
+    else:
+        structure = inp.features if inp.labels is None else (inp.features, inp.labels)
+        count = compile_loop(run_loop, tf.nest.flatten(structure))
     with tf.control_dependencies([count]):
         step_after = global_step.read_value()
         losses = loss_buffer.read_value()
-        host_values = [buffer.read_value() for buffer in buffers]
-    return captured["spec"], LoopOutputs(step_after, losses, tf.reduce_mean(losses), host_values)
+        values = [buffer.read_value() for buffer in buffers]
+    outputs = LoopOutputs(step_after, losses, tf.reduce_mean(losses), values, captured["host_call"])
+    return captured["spec"], outputs
 
 
 def _flat(tensors):

@@ -86,10 +86,10 @@ class NPUEstimator:
         self.last_plan = build_plan(self._config.options, mode)
         return self.last_plan
 
-    def _input_maker(self, input_fn, mode, holder: dict, get_next: bool = True):
+    def _input_maker(self, input_fn, mode, holder: dict, get_next: bool = True, transform=None):
         def make():
             available = {"mode": mode, "params": self._params, "config": self._config}
-            holder["input"] = make_input(call_with_accepted(input_fn, available, "input_fn"), get_next)
+            holder["input"] = make_input(call_with_accepted(input_fn, available, "input_fn"), get_next, transform)
             return holder["input"].features, holder["input"].labels
         return make
 

@@ -28,11 +28,13 @@ class HookRunner:
     A hook may define `is_idle() -> bool`, asked once after `begin()`: an idle hook (for example
     one that found nothing to watch in the graph) still gets `after_create_session` and `end`,
     but is left out of the runs, so it does not slow every step down. The runner is false when
-    no hook takes part in runs.
+    no hook takes part in runs. `inner` (a host_values.InnerFetches) translates fetches of
+    tensors built inside a device loop or compiled step.
     """
 
-    def __init__(self, hooks: Iterable):
+    def __init__(self, hooks: Iterable, inner=None):
         self.all_hooks = list(hooks)
+        self.inner = inner
         self.hooks = list(self.all_hooks)  # those called around runs
         self.coordinator = _v1.train.Coordinator()
         self._callables = {}
@@ -65,7 +67,8 @@ class HookRunner:
             if args is None:
                 requests.append(None)
                 continue
-            requests.append(args.fetches)
+            requests.append(args.fetches if self.inner is None or args.fetches is None
+                            else self.inner.translate(hook, args.fetches))
             for tensor, value in (args.feed_dict or {}).items():
                 if tensor in feed_dict:
                     raise RuntimeError(f"Two hooks feed the same tensor {tensor!r}")

@@ -68,12 +68,14 @@ def split_element(element):
     return element, None
 
 
-def make_input(result, get_next: bool = True) -> Input:
+def make_input(result, get_next: bool = True, transform: Optional[Callable] = None) -> Input:
     """Wrap an input_fn result: a tf.data.Dataset, a (features, labels) tuple, or features alone.
 
     `get_next=False` creates a dataset's iterator without its get_next op (a device loop reads
-    the iterator inside the loop instead)."""
+    the iterator inside the loop instead). `transform(dataset)` is applied to a dataset first."""
     if isinstance(result, tf.data.Dataset):
+        if transform is not None:
+            result = transform(result)
         iterator = tf.compat.v1.data.make_initializable_iterator(result)
         features, labels = split_element(iterator.get_next()) if get_next else (None, None)
         return Input(features, labels, dataset=result, iterator=iterator)

@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import logging
 import warnings
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import numpy as np
 import tensorflow as tf
 
 from ..debug.exception_dump import exception_dump
-from . import building, checkpoints, device_loop
+from ..distribute import feed
+from ..runtime import compilation, dynamic_inputs
+from . import building, checkpoints, device_loop, host_values
 from .hooks import HookRunner
 from .inputs import Input
 from .loop import Program, Schedules, TrainingLoop
@@ -31,31 +35,49 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
         warnings.warn("NPUEstimator.train: saving_listeners are ignored because this process saves no "
                       "checkpoints (save_checkpoints_steps=0 or not the chief)", UserWarning, stacklevel=3)
     plan = estimator._plan(ModeKeys.TRAIN)
+    whole = compilation.resolve_jit(options).mode == "whole"
     holder = {}
-    make_input = estimator._input_maker(input_fn, ModeKeys.TRAIN, holder, get_next=iterations == 1)
+    make_input = estimator._input_maker(input_fn, ModeKeys.TRAIN, holder, get_next=iterations == 1 or whole,
+                                        transform=_input_transform(options, iterations, whole, holder))
     with plan.environment():
         if iterations > 1:
             def features_outside_loop():
-                make_input()
+                features = make_input()  # N stacked elements when the loop is compiled
                 device_loop.check_input(holder["input"], iterations)
-                return None, None
+                return features if whole else (None, None)
 
             def build_loop(features, labels):
+                compile_loop = (lambda fn, inputs: compilation.compile_step(options, fn, inputs)) if whole else None
                 spec, holder["loop"] = device_loop.build(estimator, holder["input"], iterations,
-                                                         _v1.train.get_global_step())
+                                                         _v1.train.get_global_step(), compile_loop)
                 return spec
             built = building.ModeGraph(estimator, ModeKeys.TRAIN, plan, features_outside_loop, build_loop)
+        elif whole:
+            def build_compiled(features, labels):
+                spec, holder["step"] = _compiled_step(estimator, options, features, labels)
+                return spec
+            built = building.ModeGraph(estimator, ModeKeys.TRAIN, plan, make_input, build_compiled)
         else:
             built = building.ModeGraph(estimator, ModeKeys.TRAIN, plan, make_input)
         spec, graph = built.spec, built.graph
         with graph.as_default():
-            program = (_loop_program(built, holder["loop"], iterations) if iterations > 1
-                       else _single_step_program(built, summarising))
-            runner = HookRunner(list(hooks) + list(spec.training_hooks) + list(plan.hooks))
+            if iterations > 1:
+                program = _loop_program(built, holder["loop"], iterations)
+            else:
+                program = _single_step_program(built, summarising, holder.get("step"))
+            inner = None
+            if iterations > 1 or whole:
+                where = "inside the device loop" if iterations > 1 else "inside the XLA-compiled step"
+                last_loss = program.losses[-1] if program.losses is not None else program.loss
+                inner = host_values.InnerFetches(graph, [(spec.loss, last_loss)], where)
+            all_hooks = list(hooks) + list(spec.training_hooks) + list(plan.hooks)
+            if inner is not None:
+                inner.adopt(all_hooks)
+            runner = HookRunner(all_hooks, inner)
             runner.begin()  # hooks may add ops (and summaries) until here
             if summarising:
                 program.summary = _outer_summaries(graph)
-            savers = _savers(built, holder["input"])
+            savers = _savers(built, holder["input"], holder.get("fed", False))
             if estimator._warm_start_from is not None and checkpoints.latest_checkpoint(model_dir) is None:
                 building.warm_start(estimator._warm_start_from)
             start_ops = (building.init_op(graph), building.local_init_op(graph), holder["input"].initializer)
@@ -109,17 +131,65 @@ def _check_multiple(iterations, start_step, last_step, steps):
                          f"iterations_per_loop={iterations}")
 
 
-def _single_step_program(built, summarising) -> Program:
+def _input_transform(options, iterations, stack, holder):
+    """The training dataset as the options want it: shape-range checks (dynamic inputs), fed by the
+    host's feeding rank (local_rank_id), N elements stacked for a compiled device loop."""
+    def transform(dataset):
+        dataset = dynamic_inputs.apply_to_dataset(options, dataset)
+        fed = feed.apply(dataset, options["local_rank_id"], options["local_device_list"])
+        holder["fed"] = fed is not dataset  # a tf.data service read has no position to checkpoint
+        return compilation.stack_for_loop(fed, iterations) if stack and iterations > 1 else fed
+    return transform
+
+
+@dataclass
+class CompiledStep:
+    """The outputs of a training step built as one XLA computation: its loss (running it runs the
+    step), and the host call (model_fn's host_call and summaries) with its values."""
+
+    loss: Any
+    host_call: Any
+    host_values: list
+
+
+def _compiled_step(estimator, options, features, labels):
+    """model_fn's training step as one XLA computation; returns (model_fn's spec, CompiledStep)."""
+    structure = (features, labels)
+    leaves = tf.nest.flatten(structure)
+    positions = [k for k, leaf in enumerate(leaves) if isinstance(leaf, tf.Tensor)]
+    captured = {}
+
+    def computation(*tensors):
+        values = list(leaves)
+        for k, tensor in zip(positions, tensors):
+            values[k] = tensor
+        f, l = tf.nest.pack_sequence_as(structure, values)
+        with host_values.lifting(static_shapes=False) as lifted:
+            spec = estimator.call_model_fn(f, l, ModeKeys.TRAIN)
+        host_call = host_values.combine(spec.host_call, lifted.host_call())
+        captured.update(spec=spec, host_call=host_call)
+        with tf.control_dependencies([spec.train_op]):
+            return [tf.identity(spec.loss)] + [tf.identity(t) for t in (host_call[1] if host_call else [])]
+
+    outputs = compilation.compile_step(options, computation, [leaves[k] for k in positions])
+    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    return captured["spec"], CompiledStep(outputs[0], captured["host_call"], outputs[1:])
+
+
+def _single_step_program(built, summarising, compiled: Optional[CompiledStep]) -> Program:
     """One training step per run: fetch the global step after train_op, and the loss."""
     global_step, spec = built.global_step, built.spec
-    with tf.control_dependencies([spec.train_op]):
+    run_step = spec.train_op if compiled is None else compiled.loss
+    loss = spec.loss if compiled is None else compiled.loss
+    with tf.control_dependencies([run_step]):
         step_after = global_step.read_value()
     if summarising:
-        _v1.summary.scalar("loss", spec.loss)
-    program = Program(global_step=global_step.read_value(), step_after=step_after, loss=spec.loss)
-    if spec.host_call is not None:
-        tensors = device_loop._flat(spec.host_call[1])
-        program.host_call = device_loop.HostCall(spec.host_call, tensors)
+        _v1.summary.scalar("loss", loss)
+    program = Program(global_step=global_step.read_value(), step_after=step_after, loss=loss)
+    host_call = spec.host_call if compiled is None else compiled.host_call
+    if host_call is not None:
+        tensors = device_loop._flat(host_call[1]) if compiled is None else compiled.host_values
+        program.host_call = device_loop.HostCall(host_call, tensors)
         program.host_values = tensors
     return program
 
@@ -128,26 +198,25 @@ def _loop_program(built, outputs: device_loop.LoopOutputs, iterations) -> Progra
     """A device loop per run: its per-iteration losses and host_call buffers come back to the host."""
     program = Program(global_step=built.global_step.read_value(), step_after=outputs.step_after,
                       loss=outputs.loss, steps_per_run=iterations, losses=outputs.losses)
-    spec = built.spec
-    if spec.host_call is not None:
+    if outputs.host_call is not None:
         one_iteration = [tf.TensorSpec(v.shape[1:], v.dtype) for v in outputs.host_values]
-        program.host_call = device_loop.HostCall(spec.host_call, one_iteration)
+        program.host_call = device_loop.HostCall(outputs.host_call, one_iteration)
         program.host_values = outputs.host_values
     return program
 
 
 def _outer_summaries(graph):
-    """merge_all() of the summaries that live in the graph itself: those model_fn built inside a
-    device loop cannot be fetched (they belong to the loop's body)."""
+    """merge_all() of the summaries that live in the graph itself (those model_fn built inside a
+    device loop or compiled step were lifted to the host call; see host_values.py)."""
     tensors = [t for t in graph.get_collection(_v1.GraphKeys.SUMMARIES) if t.graph is graph]
     return _v1.summary.merge(tensors) if tensors else None
 
 
-def _savers(built, inp: Input):
+def _savers(built, inp: Input, fed: bool = False):
     """Savers to try in order: with the input pipeline's position (exact resume), then without it
     (for inputs whose state cannot be serialised, and checkpoints written without it)."""
     plain = built.saver()
-    if inp.iterator is None or built.spec.scaffold is not None:
+    if inp.iterator is None or built.spec.scaffold is not None or fed:
         return [plain]
     saveable = tf.data.experimental.make_saveable_from_iterator(inp.iterator, external_state_policy="fail")
     with_input = _v1.train.Saver(var_list=_v1.global_variables() + [saveable], sharded=False, max_to_keep=None,

@@ -1,0 +1,191 @@
+"""Whole-step XLA compilation in NPUEstimator.train, and what leaves a loop or compiled step:
+model_fn's summaries (lifted to the host) and hook fetches of its tensors."""
+import warnings
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorboard.backend.event_processing import event_accumulator
+
+from estimator_helpers import FEATURES, input_fn_for, make_data
+from npurun.estimator import EstimatorSpec, NPUEstimator
+
+v1 = tf.compat.v1
+X, Y = make_data()
+MODEL_OPS = {"MatMul", "_FusedMatMul", "Relu", "ResourceApplyGradientDescent"}
+LOOP_OPS = {"While", "StatelessWhile", "Enter", "Exit", "NextIteration", "LoopCond"}
+
+
+def model_fn(features, labels, mode, params):
+    x = features["x"]
+    w1 = v1.get_variable("w1", [FEATURES, 16], initializer=v1.glorot_uniform_initializer(seed=1))
+    w2 = v1.get_variable("w2", [16, 3], initializer=v1.glorot_uniform_initializer(seed=2))
+    logits = tf.matmul(tf.nn.relu(tf.matmul(x, w1)), w2)
+    loss = v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    v1.summary.scalar("model_loss", loss)
+    v1.summary.histogram("w2_values", w2)
+    if params.get("ragged_summary"):
+        v1.summary.histogram("batch_logits", tf.boolean_mask(logits, logits[:, 0] > 0))
+    train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=v1.train.get_global_step())
+    hooks = [hook(loss, logits) for hook in params.get("hooks", ())]
+    return EstimatorSpec(mode, loss=loss, train_op=train_op, training_hooks=hooks)
+
+
+class OpTypesHook(v1.train.SessionRunHook):
+    """Records the op types of the executed partition graphs of each run."""
+
+    def __init__(self):
+        self.ops = []
+
+    def before_run(self, run_context):
+        return v1.train.SessionRunArgs(None, options=v1.RunOptions(output_partition_graphs=True))
+
+    def after_run(self, run_context, run_values):
+        self.ops.append({n.op for g in run_values.run_metadata.partition_graphs for n in g.node})
+
+
+class LossFetchHook(v1.train.SessionRunHook):
+    """Fetches model_fn's loss tensor each run (held from model_fn, like LoggingTensorHook)."""
+
+    def __init__(self, loss, logits):
+        self.loss = loss
+        self.values = []
+
+    def before_run(self, run_context):
+        return v1.train.SessionRunArgs(self.loss)
+
+    def after_run(self, run_context, run_values):
+        self.values.append(float(run_values.results))
+
+
+class LogitsFetchHook(LossFetchHook):
+    def __init__(self, loss, logits):
+        super().__init__(logits, None)
+
+
+def _train(make_config, model_dir, steps, hooks=(), params=None, **options):
+    options.setdefault("save_checkpoints_steps", 1000)  # only the final one
+    est = NPUEstimator(model_fn, model_dir=model_dir, params=params or {}, config=make_config(**options))
+    est.train(input_fn_for(X, Y), steps=steps, hooks=list(hooks))
+    return est
+
+
+def _weights(est):
+    reader = tf.train.load_checkpoint(est.model_dir)
+    return {name: reader.get_tensor(name) for name in ("w1", "w2", "global_step")}
+
+
+def _events(model_dir):
+    acc = event_accumulator.EventAccumulator(model_dir, size_guidance={"scalars": 0, "histograms": 0})
+    acc.Reload()
+    scalars = {tag: {e.step: e.value for e in acc.Scalars(tag)} for tag in acc.Tags()["scalars"]}
+    histograms = {tag: sorted(e.step for e in acc.Histograms(tag)) for tag in acc.Tags()["histograms"]}
+    return scalars, histograms
+
+
+def test_whole_step_jit_runs_model_fn_as_one_xla_computation(make_config, tmp_path):
+    plain = _train(make_config, str(tmp_path / "plain"), 12, jit_compile="false")
+    ops = OpTypesHook()
+    compiled = _train(make_config, str(tmp_path / "xla"), 12, hooks=[ops], jit_compile="true")
+    assert all("XlaLaunch" in run for run in ops.ops)
+    assert not ops.ops[-1] & MODEL_OPS, "no op of the model runs outside the XLA computation"
+    assert not any("XlaLaunch" in run for run in _ops_of_plain(make_config, tmp_path))
+    got, want = _weights(compiled), _weights(plain)
+    assert got["global_step"] == want["global_step"] == 12
+    # XLA fuses and reorders float arithmetic: equal up to float32 rounding over 12 steps
+    for name in ("w1", "w2"):
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-6)
+
+
+def _ops_of_plain(make_config, tmp_path):
+    ops = OpTypesHook()
+    _train(make_config, str(tmp_path / "plain_ops"), 2, hooks=[ops], jit_compile="false")
+    return ops.ops
+
+
+@pytest.mark.parametrize("n", [4])
+def test_compiled_device_loop_is_one_computation_and_matches_single_steps(make_config, tmp_path, n):
+    plain = _train(make_config, str(tmp_path / "plain"), 12, jit_compile="false")
+    ops = OpTypesHook()
+    looped = _train(make_config, str(tmp_path / "loop"), 12, hooks=[ops], jit_compile="true",
+                    iterations_per_loop=n)
+    assert len(ops.ops) == 12 // n
+    assert "XlaLaunch" in ops.ops[-1]
+    assert not ops.ops[-1] & (MODEL_OPS | LOOP_OPS), "the loop and the model run inside XLA"
+    got, want = _weights(looped), _weights(plain)
+    assert got["global_step"] == 12
+    for name in ("w1", "w2"):
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-6)
+
+
+def test_compiled_loop_with_a_finite_input_trains_whole_loops_only(make_config, model_dir):
+    est = NPUEstimator(model_fn, model_dir=model_dir,
+                       config=make_config(jit_compile="true", iterations_per_loop=5))
+    # 96 examples in batches of 8: 12 batches, so two loops of 5; the last 2 batches make no loop
+    est.train(input_fn_for(X, Y, repeat=False), steps=50)
+    assert tf.train.load_checkpoint(model_dir).get_tensor("global_step") == 10
+
+
+def test_whole_step_jit_names_the_op_xla_cannot_compile(make_config, model_dir):
+    def stringy_model_fn(features, labels, mode):
+        x = tf.strings.to_number(tf.strings.as_string(features["x"]))
+        w = v1.get_variable("w", [FEATURES, 3])
+        loss = v1.losses.sparse_softmax_cross_entropy(labels, tf.matmul(x, w))
+        return EstimatorSpec(mode, loss=loss, train_op=v1.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=v1.train.get_global_step()))
+
+    est = NPUEstimator(stringy_model_fn, model_dir=model_dir, config=make_config(jit_compile="true"))
+    with pytest.raises(ValueError, match="(?s)mix_compile_mode=False.*AsString.*XLA has no kernel"):
+        est.train(input_fn_for(X, Y), steps=2)
+    assert tf.train.latest_checkpoint(model_dir) is None
+
+
+@pytest.mark.parametrize("mode", [dict(iterations_per_loop=5), dict(jit_compile="true"),
+                                  dict(jit_compile="true", iterations_per_loop=5)],
+                         ids=["loop", "compiled-step", "compiled-loop"])
+def test_model_fn_summaries_are_written_where_they_cannot_run(make_config, model_dir, mode):
+    _train(make_config, model_dir, 20, save_summary_steps=4, **mode)
+    scalars, histograms = _events(model_dir)
+    wanted = [4, 8, 12, 16, 20]
+    assert sorted(scalars["model_loss"]) == wanted, "every multiple of save_summary_steps, inside loops too"
+    for step in wanted:  # the same step's loss as the Estimator's own loss summary
+        assert scalars["model_loss"][step] == pytest.approx(scalars["loss"][step], rel=1e-6)
+    assert histograms["w2_values"] == wanted
+
+
+def test_summary_without_static_shape_in_a_loop_warns_and_is_left_out(make_config, model_dir):
+    with pytest.warns(UserWarning, match="batch_logits.*static shape"):
+        _train(make_config, model_dir, 10, save_summary_steps=5, iterations_per_loop=5,
+               params={"ragged_summary": True})
+    scalars, histograms = _events(model_dir)
+    assert "batch_logits" not in histograms and sorted(scalars["model_loss"]) == [5, 10]
+
+
+@pytest.mark.parametrize("mode", [dict(iterations_per_loop=4), dict(jit_compile="true")], ids=["loop", "compiled"])
+def test_hooks_fetching_the_loss_get_its_host_value(make_config, model_dir, mode):
+    hooks = []
+    params = {"hooks": [lambda loss, logits: hooks.append(LossFetchHook(loss, logits)) or hooks[-1]]}
+    _train(make_config, model_dir, 12, params=params, save_summary_steps=1, **mode)
+    scalars, _ = _events(model_dir)
+    steps_per_run = mode.get("iterations_per_loop", 1)
+    runs = [steps_per_run * (k + 1) for k in range(12 // steps_per_run)]
+    # the value a run gives is the loss of its last step
+    assert hooks[0].values == pytest.approx([scalars["loss"][s] for s in runs], rel=1e-6)
+
+
+@pytest.mark.parametrize("mode", [dict(iterations_per_loop=4), dict(jit_compile="true")], ids=["loop", "compiled"])
+def test_hook_fetching_another_inner_tensor_is_a_clear_error(make_config, model_dir, mode):
+    params = {"hooks": [LogitsFetchHook]}
+    with pytest.raises(ValueError, match="LogitsFetchHook fetches .*MatMul_1.* built inside the"):
+        _train(make_config, model_dir, 8, params=params, **mode)
+    assert tf.train.latest_checkpoint(model_dir) is None
+
+
+def test_logging_tensor_hook_on_the_loss_works_in_a_loop(make_config, model_dir):
+    def logging_hook(loss, logits):
+        return v1.train.LoggingTensorHook({"loss": loss}, every_n_iter=1)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        _train(make_config, model_dir, 8, params={"hooks": [logging_hook]}, iterations_per_loop=4)
+    assert tf.train.load_checkpoint(model_dir).get_tensor("global_step") == 8
