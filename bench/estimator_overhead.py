@@ -55,15 +55,15 @@ def _mlp(x, labels):
     return loss, train_op
 
 
-def npurun_rate(steps: int, iterations: int = 1) -> float:
+def npurun_rate(steps: int, iterations: int = 1, **options) -> float:
     """Steps/s of NPUEstimator.train's training loop, timed inside one train() call: the loop is
     run to a warm-up step first, then timed from there to `steps` (graph building, session start
-    and the first runs excluded, as for the other runners)."""
+    and the first runs excluded, as for the other runners). `options`: more NPURunConfig options."""
     import npurun
     from npurun.estimator import NPUEstimator, loop
 
     config = npurun.NPURunConfig(save_checkpoints_steps=0, save_summary_steps=0, log_step_count_steps=None,
-                                 iterations_per_loop=iterations)
+                                 iterations_per_loop=iterations, **options)
     warm = -(-200 // iterations) * iterations  # 200 steps, rounded up to whole loops
     timing = {}
     real_run = loop.TrainingLoop.run

@@ -95,11 +95,24 @@ def test_global_step_checkpoints_logs_and_summaries_in_loop_mode(make_config, tm
     assert _scalars(loop_dir, "loss") == pytest.approx(_scalars(loop_dir, "host_loss"))
 
 
-def test_finite_input_ending_inside_a_loop(make_config, model_dir):
-    est = NPUEstimator(seeded_model_fn, model_dir=model_dir, config=make_config(iterations_per_loop=3))
-    est.train(input_fn_for(X[:40], Y[:40], batch=8, repeat=False), steps=30)  # only 5 batches
+def test_finite_input_ending_inside_a_loop(make_config, model_dir, tmp_path, caplog):
+    est = NPUEstimator(seeded_model_fn, model_dir=model_dir, params={"host_call": True},
+                       config=make_config(iterations_per_loop=3, save_summary_steps=1, log_step_count_steps=3))
+    with caplog.at_level(logging.INFO, logger="npurun"):
+        est.train(input_fn_for(X[:40], Y[:40], batch=8, repeat=False), steps=30)  # only 5 batches
     assert est.get_variable_value("global_step") == 5
     assert est.latest_checkpoint().endswith("model.ckpt-5")
+    # The two iterations of the loop the input ended inside are reported like any others: the
+    # same losses (and host_call values) as single steps on the same batches.
+    single = str(tmp_path / "single")
+    NPUEstimator(seeded_model_fn, model_dir=single, params={"host_call": True},
+                 config=make_config(save_summary_steps=1)).train(
+        input_fn_for(X[:40], Y[:40], batch=8, repeat=False), steps=30)
+    for tag in ("loss", "host_loss", "host_mean_x"):
+        looped = _scalars(model_dir, tag)
+        assert sorted(looped) == [1, 2, 3, 4, 5]
+        assert looped == pytest.approx(_scalars(single, tag), rel=1e-4)
+    assert re.search(r"loss = [-\d.e]+ \(mean of the last 2 steps [-\d.e]+\), step = 5", caplog.text)
     # Ending exactly at a loop boundary (6 batches, loops of 3) stops cleanly too.
     est.train(input_fn_for(X[:48], Y[:48], batch=8, repeat=False), steps=30)
     assert est.get_variable_value("global_step") == 11

@@ -10,14 +10,14 @@ Rules (also in docs/estimator.md):
   - checkpoints at the first run boundary at or after each multiple of save_checkpoints_steps,
     or when save_checkpoints_secs passed (checked at each run); one more when training ends;
   - summaries every save_summary_steps: in single-step mode the merged summary ops (with the
-    loss) at each multiple; in a device loop the loss of every iteration that reached a multiple
-    (summary ops built inside model_fn cannot leave the loop); host_call summaries for each
-    multiple in both modes;
+    loss) at each multiple; in a device loop the loss of every iteration that reached a multiple,
+    and model_fn's summaries and host_call through the host call (see host_values.py);
   - a log line (loss; in a loop the last and the mean of the run) and global_step/sec at the
     first boundary at or after each multiple of log_step_count_steps, plus a global_step/sec
     summary on the chief;
   - a NaN loss stops training with NanLossDuringTrainingError (as tf.estimator's NanTensorHook);
-  - the input ending (OutOfRangeError, also from inside a device loop) ends training normally.
+  - the input ending (OutOfRangeError, also from inside a device loop) ends training normally; the
+    iterations of a loop the input ended inside are reported like a whole loop's.
 """
 from __future__ import annotations
 
@@ -59,6 +59,8 @@ class Program:
     summary: Any = None
     host_call: Optional[HostCall] = None
     host_values: Any = None
+    buffered_losses: Any = None  # a loop's buffers, readable after a loop the input ended inside
+    buffered_host_values: Any = None
 
 
 @dataclass
@@ -144,6 +146,7 @@ class TrainingLoop:
             # The input ended: a normal end of training. Read where the global step really is.
             step = int(self.sess.run(program.global_step))
             ended = True
+            self._partial_loop(start_step, step, summarising)
         finally:
             progress.close()
         if ended:
@@ -198,6 +201,30 @@ class TrainingLoop:
             values = results["host"] if self.program.losses is not None else [[v] for v in results["host"]]
             steps = scheduled_steps(previous, step, every) if self.program.losses is not None else [step]
             self.program.host_call.write(self.sess, self.writer, values, steps, previous + 1)
+
+    def _partial_loop(self, start_step, step, summarising):
+        """Report the iterations of a device loop the input ended inside: every run before it
+        advanced N steps, so (step - start_step) mod N iterations of the last one ran."""
+        program = self.program
+        ran = (step - start_step) % program.steps_per_run if program.buffered_losses is not None else 0
+        if not ran:
+            return
+        fetches = {"losses": program.buffered_losses}
+        if summarising and program.host_call is not None:
+            fetches["host"] = program.buffered_host_values
+        values = self.sess.run(fetches)
+        losses = values["losses"][:ran]
+        self.last_loss = losses
+        if np.any(np.isnan(losses)):
+            self._nan(step)
+        previous = step - ran
+        if summarising:
+            results = {"losses": losses}
+            if "host" in values:
+                results["host"] = [v[:ran] for v in values["host"]]
+            self._summaries(results, previous, step)
+        if self.schedules.log_steps:
+            self._log(step, losses)
 
     def _nan(self, step):
         raise NanLossDuringTrainingError(f"NaN loss during training (global step {step})")

@@ -197,11 +197,13 @@ def _single_step_program(built, summarising, compiled: Optional[CompiledStep]) -
 def _loop_program(built, outputs: device_loop.LoopOutputs, iterations) -> Program:
     """A device loop per run: its per-iteration losses and host_call buffers come back to the host."""
     program = Program(global_step=built.global_step.read_value(), step_after=outputs.step_after,
-                      loss=outputs.loss, steps_per_run=iterations, losses=outputs.losses)
+                      loss=outputs.loss, steps_per_run=iterations, losses=outputs.losses,
+                      buffered_losses=outputs.buffered_losses)
     if outputs.host_call is not None:
         one_iteration = [tf.TensorSpec(v.shape[1:], v.dtype) for v in outputs.host_values]
         program.host_call = device_loop.HostCall(outputs.host_call, one_iteration)
         program.host_values = outputs.host_values
+        program.buffered_host_values = outputs.buffered_host_values
     return program
 
 
