@@ -189,3 +189,31 @@ def test_logging_tensor_hook_on_the_loss_works_in_a_loop(make_config, model_dir)
         warnings.simplefilter("error", UserWarning)
         _train(make_config, model_dir, 8, params={"hooks": [logging_hook]}, iterations_per_loop=4)
     assert tf.train.load_checkpoint(model_dir).get_tensor("global_step") == 8
+
+
+def dynamic_range_model_fn(features, labels, mode):
+    w = v1.get_variable("w", [FEATURES, 3])
+    count = tf.reduce_max(labels) + 2
+    extra = tf.cast(tf.reduce_sum(tf.range(count)), tf.float32)  # Range's limit must be static for XLA
+    loss = v1.losses.sparse_softmax_cross_entropy(labels, tf.matmul(features["x"], w)) + 0.0 * extra
+    return EstimatorSpec(mode, loss=loss, train_op=v1.train.GradientDescentOptimizer(0.1).minimize(
+        loss, global_step=v1.train.get_global_step()))
+
+
+def test_xla_failing_at_run_time_names_the_op_and_where_it_was_built(make_config, model_dir):
+    est = NPUEstimator(dynamic_range_model_fn, model_dir=model_dir, config=make_config(jit_compile="true"))
+    with pytest.raises(tf.errors.InvalidArgumentError) as caught:
+        est.train(input_fn_for(X, Y), steps=2)
+    message = caught.value.message
+    assert message.startswith("XLA could not compile the training step (jit_compile='true'")
+    assert "compile-time constant" in message
+    assert "op: range, created at " + __file__ in message and "in dynamic_range_model_fn" in message
+    assert "mix_compile_mode=True" in message
+    assert tf.train.latest_checkpoint(model_dir) is None
+
+
+def test_mixed_mode_trains_what_whole_mode_cannot_compile(make_config, model_dir):
+    est = NPUEstimator(dynamic_range_model_fn, model_dir=model_dir,
+                       config=make_config(jit_compile="true", mix_compile_mode=True))
+    est.train(input_fn_for(X, Y), steps=2)
+    assert est.get_variable_value("global_step") == 2

@@ -104,7 +104,8 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                     checkpoint_steps=config.save_checkpoints_steps, checkpoint_secs=config.save_checkpoints_secs,
                     summary_steps=config.save_summary_steps, log_steps=options["log_step_count_steps"]),
                     runner, writer_ckpt, writer, built.run_options())
-                with exception_dump(options, sess, feed_dict=None, mode=ModeKeys.TRAIN):
+                with exception_dump(options, sess, feed_dict=None, mode=ModeKeys.TRAIN), \
+                        compilation.explained_compile_errors(options, graph):
                     step = loop.run(start_step, last_step)
                 if writer_ckpt is not None:
                     if writer_ckpt.last_saved_step != step:

@@ -32,6 +32,8 @@ How the Estimator uses it (iterations_per_loop = N):
 """
 from __future__ import annotations
 
+import contextlib
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -307,6 +309,51 @@ def mark_for_compilation(graph, mode: str) -> None:
     for op in graph.get_operations():
         op._set_attr("_XlaCompile", compile_attr)  # before finalize, as jit_scope would at creation
         op._set_attr("_XlaScope", scope_attr)
+
+
+# --------------------------------------------------------------------------- errors at run time
+
+_XLA_FAILURE_MARKS = ("tf2xla conversion failed", "must be a compile-time constant", "XLA compilation")
+_NODE_IN_MESSAGE = re.compile(r"node `([^`]+)` with op|\{\{node ([^}]+)\}\}")
+
+
+@contextlib.contextmanager
+def explained_compile_errors(options: Options, graph):
+    """Re-raise an XLA compilation failure of the first runs with what the user needs: the jit
+    options that asked for it, the op and where the user's code created it, and the ways out.
+    The error keeps its TensorFlow type (and the original as __cause__)."""
+    import tensorflow as tf
+
+    choice = resolve_jit(options)
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as error:
+        message = error.message or ""
+        if not choice.compiles or not any(mark in message for mark in _XLA_FAILURE_MARKS):
+            raise
+        match = _NODE_IN_MESSAGE.search(message)
+        name = next((g for g in match.groups() if g), None) if match else None
+        where = _created_at(graph, name) if name else None
+        first = message.strip().splitlines()[0]
+        lines = [f"XLA could not compile the training step ({choice.reason}): {first}"]
+        if name:
+            lines.append(f"  op: {name}" + (f", created at {where}" if where else ""))
+        lines.append("Set mix_compile_mode=True to run such ops in TensorFlow and compile the rest, or "
+                     "jit_compile='false' to not use XLA.")
+        raise type(error)(error.node_def, error.op, "\n".join(lines)) from error
+
+
+def _created_at(graph, name: str):
+    """file:line of the frame of user code (outside TensorFlow and npurun) that created op `name`."""
+    try:
+        op = graph.get_operation_by_name(name)
+    except (KeyError, ValueError):
+        return None
+    for frame in reversed(op.traceback or []):
+        path = frame.filename.replace("\\", "/")
+        if "/tensorflow/" not in path and "/npurun/" not in path and "/keras/" not in path:
+            return f"{frame.filename}:{frame.lineno} in {frame.name}"
+    return None
 
 
 # --------------------------------------------------------------------------- the plan
