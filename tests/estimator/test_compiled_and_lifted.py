@@ -217,3 +217,38 @@ def test_mixed_mode_trains_what_whole_mode_cannot_compile(make_config, model_dir
                        config=make_config(jit_compile="true", mix_compile_mode=True))
     est.train(input_fn_for(X, Y), steps=2)
     assert est.get_variable_value("global_step") == 2
+
+
+class CrashAfter(v1.train.SessionRunHook):
+    """Fails the run that reaches `step` (after its update, before its checkpoint): a crash."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def begin(self):
+        self.global_step = v1.train.get_global_step()
+
+    def before_run(self, run_context):
+        return v1.train.SessionRunArgs(self.global_step)
+
+    def after_run(self, run_context, run_values):
+        if run_values.results + 4 >= self.step:  # the value read before this loop's 4 steps
+            raise RuntimeError("simulated crash")
+
+
+def test_compiled_loop_resumes_after_a_crash_where_the_input_stopped(make_config, tmp_path):
+    def estimator(model_dir):
+        return NPUEstimator(model_fn, model_dir=model_dir, config=make_config(
+            jit_compile="true", iterations_per_loop=4, save_checkpoints_steps=4))
+
+    straight = estimator(str(tmp_path / "straight"))
+    straight.train(input_fn_for(X, Y, shuffle=True, seed=5), steps=16)
+    crashed = estimator(str(tmp_path / "crashed"))
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        crashed.train(input_fn_for(X, Y, shuffle=True, seed=5), steps=16, hooks=[CrashAfter(12)])
+    assert crashed.latest_checkpoint().endswith("model.ckpt-8")
+    crashed.train(input_fn_for(X, Y, shuffle=True, seed=5), max_steps=16)  # restores the input's position too
+    got, want = _weights(crashed), _weights(straight)
+    assert got["global_step"] == want["global_step"] == 16
+    for name in ("w1", "w2"):
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-7)
