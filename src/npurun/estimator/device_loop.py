@@ -75,7 +75,9 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
     """
     captured = {}
     buffers: List[Any] = []
-    loss_buffer = _buffer("loss", tf.TensorSpec([], tf.float32), iterations)
+    # Slots 0..N-1: each iteration's loss; slot N: the iterations done in this run (exact in
+    # float32), written by the same op, so a loop the input ended inside says how far it got.
+    loss_buffer = _buffer("loss", tf.TensorSpec([], tf.float32), iterations + 1)
 
     def train_step(i, element):
         features, labels = split_element(element)
@@ -92,7 +94,8 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
                 updates.append(_v1.scatter_update(buffers[k], [i], tf.expand_dims(tensor, 0)))
         with tf.control_dependencies([spec.train_op] + updates):
             loss = tf.cast(tf.identity(spec.loss), tf.float32)
-            return _v1.scatter_update(loss_buffer, [i], tf.expand_dims(loss, 0))
+            done = tf.cast(i + 1, tf.float32)
+            return _v1.scatter_update(loss_buffer, tf.stack([i, iterations]), tf.stack([loss, done]))
 
     def run_loop(*stacked):
         def body(i):
@@ -120,7 +123,7 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
         count = compile_loop(run_loop, tf.nest.flatten(structure))
     with tf.control_dependencies([count]):
         step_after = global_step.read_value()
-        losses = loss_buffer.read_value()
+        losses = loss_buffer.read_value()[:iterations]
         values = [buffer.read_value() for buffer in buffers]
     outputs = LoopOutputs(step_after, losses, tf.reduce_mean(losses), values, captured["host_call"],
                           loss_buffer.read_value(), [buffer.read_value() for buffer in buffers])

@@ -203,16 +203,18 @@ class TrainingLoop:
             self.program.host_call.write(self.sess, self.writer, values, steps, previous + 1)
 
     def _partial_loop(self, start_step, step, summarising):
-        """Report the iterations of a device loop the input ended inside: every run before it
-        advanced N steps, so (step - start_step) mod N iterations of the last one ran."""
+        """Report the iterations of a device loop the input ended inside (the loss buffer's last
+        slot counts them)."""
         program = self.program
-        ran = (step - start_step) % program.steps_per_run if program.buffered_losses is not None else 0
-        if not ran:
+        if program.buffered_losses is None or step == start_step:
             return
         fetches = {"losses": program.buffered_losses}
         if summarising and program.host_call is not None:
             fetches["host"] = program.buffered_host_values
         values = self.sess.run(fetches)
+        ran = int(values["losses"][-1])
+        if ran in (0, program.steps_per_run):  # the input ended between loops: nothing new
+            return
         losses = values["losses"][:ran]
         self.last_loss = losses
         if np.any(np.isnan(losses)):
