@@ -55,3 +55,20 @@ def test_without_local_rank_id_the_dataset_is_unchanged(monkeypatch):
 
     dataset = tf.data.Dataset.range(3)
     assert feed.apply(dataset) is dataset
+
+
+@pytest.mark.slow
+def test_estimator_trains_on_the_batches_the_feeding_rank_deals(out):
+    results = run_ranks("estimator_feed.py", 2, out, args=(STEPS, "0,1"), timeout=150)
+    assert_ok(results)
+    reports = {r.rank: r.results(out) for r in results}
+    reads = [line.split() for line in (out / "reads.log").read_text().splitlines()]
+    assert {int(pid) for pid, _ in reads} == {reports[0]["pid"]}, "only the feeding rank reads the input"
+    for rank in (0, 1):
+        # rank k trains on batches k, k + 2, ...: the round-robin deal of one pipeline
+        assert reports[rank]["batches"] == [[3 * b, 3 * b + 1, 3 * b + 2] for b in range(rank, 2 * STEPS, 2)]
+    # the fed input has no position to save: the checkpoints hold the model only, and they restore
+    import tensorflow as tf
+
+    names = {name for name, _ in tf.train.list_variables(str(out / "model0"))}
+    assert "global_step" in names and not any("iterator" in name.lower() for name in names)

@@ -20,6 +20,9 @@ Rules:
   launch`), else at the feeding rank's TensorFlow server port + 1.
 - All local ranks must call `apply` the same number of times in the same order (each call is a
   tf.data service job named by its call number).
+- NPUEstimator passes its training input through `apply` and does not checkpoint that input's
+  position (a tf.data service read has none); its training ends with a barrier of all ranks
+  (`FeedEndHook`), so the feeding rank outlives the others' last read.
 """
 from __future__ import annotations
 
@@ -108,6 +111,20 @@ def apply(dataset, local_rank_id=None, local_device_list=None):
                                             consumer_index=consumers.index(me), num_consumers=len(consumers)))
 
 
+class FeedEndHook(tf.compat.v1.train.SessionRunHook):
+    """Every rank meets at a barrier when training ends, so the feeding rank keeps serving the
+    input until the ranks it feeds have read their last batch."""
+
+    def begin(self):
+        self._barrier = cluster.barrier_op()
+
+    def end(self, session):
+        cluster.run_barrier(session, self._barrier)
+
+
 def contribute(options, mode, plan, layout) -> None:
-    """Check the options against this host's ranks when a plan is built (errors before training)."""
-    resolve(options.get("local_rank_id"), options.get("local_device_list"))
+    """Check the options against this host's ranks when a plan is built (errors before training);
+    training plans of a fed run get the FeedEndHook."""
+    resolved = resolve(options.get("local_rank_id"), options.get("local_device_list"))
+    if resolved is not None and mode == "train" and ranks.get_rank_size() > 1:
+        plan.hooks.append(FeedEndHook())
