@@ -1,7 +1,8 @@
-"""Dynamic inputs: `dynamic_input`, `dynamic_inputs_shape_range` (and `dynamic_graph_execute_mode`).
+"""Dynamic inputs: `dynamic_input`, `dynamic_inputs_shape_range` and `dynamic_graph_execute_mode`.
 
 Rules:
-  - Only with `dynamic_input=True` and a `dynamic_inputs_shape_range`; otherwise nothing changes.
+  - Only with `dynamic_input=True`; ranges need a `dynamic_inputs_shape_range`. Otherwise nothing
+    changes.
   - `getnext` ranges apply to the dataset inputs: the components of one dataset element, flattened
     in `tf.nest` order (features dict keys sorted, then labels), i.e. the outputs of the
     iterator's GetNext, in order. `data` ranges apply to the graph's Placeholder ops, in definition
@@ -14,18 +15,44 @@ Rules:
     InvalidArgumentError whose message names the input (kind, index, name), the dimension, the
     size received and the allowed range, e.g.
       "dynamic_inputs_shape_range: getnext input 0 (x), dimension 0: size" [200] "is outside 2~128"
-  - `lazy_recompile` needs iterations_per_loop=1 (a construction-time rule). Both execute modes
-    run one TensorFlow graph for the whole range here; XLA, when it compiles, compiles each
-    distinct shape when first seen.
+
+  `dynamic_graph_execute_mode` says how the step is compiled for the range. It matters only when
+  XLA compiles, because XLA compiles one executable per distinct input shape:
+  - `dynamic_execute` (default) with whole-step XLA compilation (`resolve_jit(...).mode ==
+    "whole"`): compile once for the range. Every ranged input (`lo~hi` dimensions) that feeds an
+    XLA computation is padded with zeros to its upper bounds outside the computation, and inside
+    it each padded dimension becomes an XLA bounded dynamic dimension
+    (`XlaSetDynamicDimensionSize`: bound = the upper bound, size = the real size). XLA's dynamic
+    padder then computes as if the padding were not there (reductions, means and gradients see
+    only the real elements; `tf.shape` gives the real size), and every shape in the range runs
+    one executable, compiled at the first step. The TensorFlow graph around the computation
+    keeps the ranged shapes, so model code sees the same static shapes in both modes.
+    A `-1` dimension has no bound to pad to: XLA compiles one executable per distinct size of it
+    (UserWarning when the graph is finalised).
+  - `lazy_recompile` (needs iterations_per_loop=1, a construction-time rule): nothing is padded;
+    XLA compiles an executable for each distinct input shape when it first arrives and reuses it
+    when that shape comes again.
+  - Without XLA (jit_compile off, which "auto" is on a CPU) the TensorFlow executor runs one graph
+    for every shape and compiles nothing per shape: `dynamic_execute` is what happens anyway, and
+    `lazy_recompile` has no effect (UserWarning when the plan is built).
+  - With XLA auto-clustering (mix_compile_mode=True) TensorFlow's clustering pass picks the
+    clusters after the graph is finalised, so nothing can be placed inside the cluster that reads
+    an input; every cluster is compiled per distinct shape of its inputs (TensorFlow compiles a new
+    shape at its second run and runs the cluster in TensorFlow before that), so `dynamic_execute`
+    behaves as `lazy_recompile` there (UserWarning when the plan is built).
+  - `dynamic_execute` with whole-step compilation but no `dynamic_inputs_shape_range`: no bounds,
+    so XLA compiles per shape (UserWarning when the plan is built).
 
 What the Estimator calls: `apply_to_dataset(options, dataset)` on the dataset its input_fn
 returned, before batching it for a device loop. When it does not, the graph transform added here
 checks the outputs of top-level IteratorGetNext ops instead; Placeholders are always handled by
-the graph transform.
+the graph transform. Padding for `dynamic_execute` is done by the graph transform in both cases
+(also for a device loop's stacked input, whose leading dimension is the loop's iterations).
 """
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Sequence
 
 from ..config import parsers
@@ -103,7 +130,8 @@ def apply_to_dataset(options: Options, dataset):
         checked = [check_tensor(t, r, "getnext", i, labels[i]) for i, (t, r) in enumerate(zip(flat, ranges.getnext))]
         return tf.nest.pack_sequence_as(element, checked)
 
-    tf.compat.v1.add_to_collection(APPLIED_COLLECTION, True)
+    # An int: a bool in a collection cannot be written to a MetaGraphDef (Saver warns at every save).
+    tf.compat.v1.add_to_collection(APPLIED_COLLECTION, 1)
     return dataset.map(check)
 
 
@@ -125,38 +153,239 @@ def _reroute(graph, tensor, replacement, keep: set) -> None:
                 consumer._update_input(i, replacement)  # graph surgery before the graph is finalised
 
 
-def _guard(graph, tensor, shape, kind: str, index: int, label: str) -> None:
+def _guard(graph, tensor, shape, kind: str, index: int, label: str):
+    """Check `tensor` against `shape` for all its consumers; returns the checked tensor."""
     before = set(graph.get_operations())
     checked = check_tensor(tensor, shape, kind, index, label)
     new_ops = set(graph.get_operations()) - before
     _reroute(graph, tensor, checked, new_ops)
+    return checked
 
 
-def input_checks(ranges: parsers.ShapeRanges):
-    """A graph transform checking Placeholders (`data`) and, when `apply_to_dataset` was not
-    used, the outputs of top-level IteratorGetNext ops (`getnext`)."""
+# --------------------------------------------------------------------------- dynamic_execute
+
+
+def _compiled_consumers(tensor) -> dict:
+    """XLA computation id -> [(op, input index)] for the ops of xla.compile computations reading
+    `tensor` (ops outside any computation are left out)."""
+    from .compilation import COMPILE_ID_ATTR
+
+    found: dict = {}
+    for consumer in tensor.consumers():
+        try:
+            cluster = consumer.get_attr(COMPILE_ID_ATTR)
+        except ValueError:
+            continue
+        for i, source in enumerate(consumer.inputs):
+            if source is tensor:
+                found.setdefault(cluster, []).append((consumer, i))
+    return found
+
+
+def bound_for_xla(graph, tensor, shape: parsers.Shape, where: str) -> list:
+    """Make the XLA computations reading `tensor` take it at its upper bounds (module rules).
+
+    Outside the computations `tensor` is padded with zeros to the upper bound of every `lo~hi`
+    dimension whose static size is unknown; inside each one, `XlaSetDynamicDimensionSize` gives the
+    padded dimensions their real size back as XLA bounded dynamic dimensions, and the computation's
+    ops read that instead of `tensor`. A tensor of rank len(shape) + 1 is a device loop's stacked
+    input: its leading dimension (the iterations) is left alone. Returns the padded dimensions
+    (of `tensor`); [] when no XLA computation reads it or nothing needs padding.
+    """
+    import tensorflow as tf
+    from tensorflow.compiler.tf2xla.ops import gen_xla_ops
+    from tensorflow.core.framework import attr_value_pb2
+
+    from .compilation import COMPILE_ID_ATTR
+
+    clusters = _compiled_consumers(tensor)
+    if not clusters:
+        return []
+    rank = tensor.shape.rank
+    if rank is None or rank - len(shape) not in (0, 1):
+        raise ValueError(f"{where} has shape {tensor.shape} and feeds an XLA computation; its range "
+                         f"[{','.join(map(str, shape))}] needs an input of rank {len(shape)}")
+    offset = rank - len(shape)
+    static = tensor.shape.as_list()
+    padded, unbounded = [], []
+    for d, allowed in enumerate(shape):
+        if static[d + offset] is not None:
+            continue
+        if allowed.hi is None:
+            unbounded.append(d)
+        else:
+            padded.append(d + offset)
+    if unbounded:
+        warnings.warn(f"dynamic_graph_execute_mode='dynamic_execute': {where}, dimension(s) "
+                      f"{', '.join(map(str, unbounded))} have no upper bound (-1) in dynamic_inputs_shape_range, "
+                      f"so XLA compiles one executable per distinct size of them", UserWarning, stacklevel=2)
+    if not padded:
+        return []
+    bounds = {d + offset: allowed.hi for d, allowed in enumerate(shape)}
+    with tf.name_scope(_scope_name(where)):
+        sizes = tf.shape(tensor, out_type=tf.int32)
+        real = {d: sizes[d] for d in padded}
+        paddings = tf.stack([tf.stack([0, bounds[d] - real[d]]) if d in real else tf.constant([0, 0])
+                             for d in range(rank)])
+        bounded = tf.pad(tensor, paddings)
+        bounded.set_shape([bounds[d] if d in real else static[d] for d in range(rank)])
+        for cluster, readers in clusters.items():
+            mark = attr_value_pb2.AttrValue(s=cluster)
+            inside = bounded
+            for d in padded:
+                dim = tf.constant(d, tf.int32)
+                inside = gen_xla_ops.xla_set_dynamic_dimension_size(inside, dim, real[d])
+                for op in (dim.op, inside.op):
+                    op._set_attr(COMPILE_ID_ATTR, mark)  # inside the computation, as xla.compile marks its ops
+            for op, i in readers:
+                op._update_input(i, inside)  # graph surgery before the graph is finalised
+    return padded
+
+
+def negative_index_slices(graph, clusters) -> list:
+    """Names of the StridedSlice ops of the XLA computations `clusters` (compile ids), and of the
+    functions they call, that index a dimension of unknown static size with a constant negative
+    begin (`x[-1]`, `x[-3:]`).
+
+    Why: under a bounded dynamic dimension tf2xla counts such an index from the bound, so it reads
+    the padding instead of the last real elements (measured on TensorFlow 2.21; a negative *end*,
+    `x[:-1]`, is right). Ellipsis and new-axis slices are not analysed.
+    """
+    from tensorflow.python.framework import tensor_util
+
+    from .compilation import COMPILE_ID_ATTR
+
+    found: list = []
+    roots = []
+    for op in graph.get_operations():
+        try:
+            if op.get_attr(COMPILE_ID_ATTR) in clusters:
+                roots.append(op)
+        except ValueError:
+            continue
+    seen: set = set()
+
+    def scan(ops, prefix: str) -> None:
+        for op in ops:
+            if op.type == "StridedSlice" and _indexes_from_end(op, tensor_util):
+                found.append(prefix + op.name)
+            for name in _called(op):
+                if name in seen:
+                    continue
+                seen.add(name)
+                function = graph._get_function(name)  # the FuncGraph behind a while loop, cond, call
+                body = getattr(function, "graph", None) if function is not None else None
+                if body is not None:
+                    scan(body.get_operations(), f"{prefix}{name}/")
+
+    scan(roots, "")
+    return found
+
+
+def _indexes_from_end(op, tensor_util) -> bool:
+    if op.get_attr("ellipsis_mask") or op.get_attr("new_axis_mask"):
+        return False
+    begin = tensor_util.constant_value(op.inputs[1])
+    shape = op.inputs[0].shape
+    if begin is None or shape.rank is None:
+        return False
+    begin_mask = op.get_attr("begin_mask")
+    return any(b < 0 and not begin_mask & (1 << axis) and axis < shape.rank and shape[axis] is None
+               for axis, b in enumerate(begin.tolist()))
+
+
+def _called(op) -> list:
+    names = []
+    for value in op.node_def.attr.values():
+        if value.HasField("func"):
+            names.append(value.func.name)
+        names += [f.name for f in value.list.func]
+    return names
+
+
+def _scope_name(where: str) -> str:
+    return "dynamic_input_bound_" + re.sub(r"[^A-Za-z0-9_.]+", "_", where.split(": ", 1)[-1]).strip("_")
+
+
+def _getnext_outputs(graph) -> list:
+    return [t for op in graph.get_operations() if op.type in ("IteratorGetNext", "IteratorGetNextSync")
+            for t in op.outputs]
+
+
+def input_transform(ranges: parsers.ShapeRanges, bound: bool = False):
+    """A graph transform for the ranged inputs (module rules).
+
+    It checks Placeholders (`data`) and, when `apply_to_dataset` was not used, the outputs of
+    top-level IteratorGetNext ops (`getnext`). With `bound` (dynamic_execute under whole-step XLA
+    compilation) it also hands every ranged input that feeds an XLA computation to `bound_for_xla`.
+    """
 
     def transform(graph, mode: str) -> None:
         with graph.as_default():
+            inputs = []  # (tensor, shape, kind, index, label, check)
             if ranges.data:
                 placeholders = ordered_placeholders(graph)
                 if len(placeholders) != len(ranges.data):
                     raise _count_error("data", ranges.data, [op.name for op in placeholders])
-                for i, (op, shape) in enumerate(zip(placeholders, ranges.data)):
-                    _guard(graph, op.outputs[0], shape, "data", i, op.name)
-            if ranges.getnext and not graph.get_collection(APPLIED_COLLECTION):
-                outputs = [t for op in graph.get_operations() if op.type in ("IteratorGetNext", "IteratorGetNextSync")
-                           for t in op.outputs]
-                if outputs:
-                    if len(outputs) != len(ranges.getnext):
-                        raise _count_error("getnext", ranges.getnext, [t.name for t in outputs])
-                    for i, (tensor, shape) in enumerate(zip(outputs, ranges.getnext)):
-                        _guard(graph, tensor, shape, "getnext", i, tensor.name)
+                inputs += [(op.outputs[0], shape, "data", i, op.name, True)
+                           for i, (op, shape) in enumerate(zip(placeholders, ranges.data))]
+            if ranges.getnext:
+                check = not graph.get_collection(APPLIED_COLLECTION)
+                outputs = _getnext_outputs(graph)
+                if len(outputs) == len(ranges.getnext):
+                    inputs += [(t, shape, "getnext", i, t.name, check)
+                               for i, (t, shape) in enumerate(zip(outputs, ranges.getnext))]
+                elif outputs and (check or (bound and any(_compiled_consumers(t) for t in outputs))):
+                    raise _count_error("getnext", ranges.getnext, [t.name for t in outputs])
+            bounded = set()
+            for tensor, shape, kind, index, label, check in inputs:
+                if check:
+                    tensor = _guard(graph, tensor, shape, kind, index, label)
+                if bound:
+                    clusters = set(_compiled_consumers(tensor))
+                    where = f"dynamic_inputs_shape_range: {kind} input {index} ({label})"
+                    if bound_for_xla(graph, tensor, shape, where):
+                        bounded |= clusters
+            slices = negative_index_slices(graph, bounded) if bounded else []
+            if slices:
+                names = ", ".join(slices[:5]) + (", ..." if len(slices) > 5 else "")
+                warnings.warn(f"dynamic_graph_execute_mode='dynamic_execute': {len(slices)} slice(s) index a "
+                              f"dimension of unknown size from its end with a constant negative index ({names}). "
+                              f"Under XLA's bounded dynamic dimensions such an index counts from the upper bound "
+                              f"of dynamic_inputs_shape_range and reads the padding. Index from the real size "
+                              f"(tf.gather(x, tf.shape(x)[0] - 1)) or use dynamic_graph_execute_mode='lazy_recompile'",
+                              UserWarning, stacklevel=2)
 
     return transform
 
 
 def contribute(options: Options, mode: str, plan: SessionPlan) -> None:
+    """The graph transform for the ranges, padding for XLA when dynamic_execute can compile once
+    for the range; the warnings of the module rules."""
+    if not options.get("dynamic_input"):
+        return
+    from .compilation import resolve_jit
+
     ranges = shape_ranges(options)
+    execute = options.get("dynamic_graph_execute_mode", "dynamic_execute")
+    choice = resolve_jit(options)
+    bound = False
+    if choice.mode == "off" and execute == "lazy_recompile":
+        warnings.warn(f"dynamic_graph_execute_mode='lazy_recompile' has no effect here: XLA does not compile "
+                      f"({choice.reason}), and TensorFlow's executor runs one graph for every input shape "
+                      f"without compiling per shape", UserWarning, stacklevel=2)
+    elif choice.mode == "mixed" and execute == "dynamic_execute":
+        warnings.warn("dynamic_graph_execute_mode='dynamic_execute' cannot compile once for the whole range "
+                      "with mix_compile_mode=True: XLA auto-clustering picks its clusters after the graph is "
+                      "finalised and compiles each one per distinct shape of its inputs (as lazy_recompile); "
+                      "mix_compile_mode=False compiles the whole step once for dynamic_inputs_shape_range",
+                      UserWarning, stacklevel=2)
+    elif choice.mode == "whole" and execute == "dynamic_execute":
+        if ranges is None:
+            warnings.warn("dynamic_graph_execute_mode='dynamic_execute' needs dynamic_inputs_shape_range to compile "
+                          "once for a range; without it XLA compiles one executable per distinct input shape",
+                          UserWarning, stacklevel=2)
+        else:
+            bound = True
     if ranges is not None:
-        plan.graph_transforms.append(input_checks(ranges))
+        plan.graph_transforms.append(input_transform(ranges, bound))
