@@ -69,6 +69,18 @@ def test_memory_sum_above_31_gb_warns_but_is_accepted():
     assert config.graph_memory_max_size == 30 * 1024 ** 3
 
 
+def test_dynamic_settings_without_dynamic_input_warn_that_they_are_ignored():
+    with pytest.warns(UserWarning, match="dynamic_graph_execute_mode='lazy_recompile' is set but dynamic_input is "
+                                         "False"):
+        NPURunConfig(dynamic_graph_execute_mode="lazy_recompile")
+    with pytest.warns(UserWarning, match="dynamic_inputs_shape_range is set but dynamic_input is False"):
+        NPURunConfig(dynamic_inputs_shape_range="data:[1~4]")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        NPURunConfig(dynamic_input=True, dynamic_graph_execute_mode="lazy_recompile",
+                     dynamic_inputs_shape_range="data:[1~4]")
+
+
 def test_local_device_list_needs_local_rank_id():
     with pytest.raises(OptionConflictError, match="local_rank_id"):
         NPURunConfig(local_device_list="0,1")

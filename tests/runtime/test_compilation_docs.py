@@ -19,4 +19,5 @@ def test_compilation_doc_example_runs(code, tmp_path, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         exec(compile(code, str(DOC), "exec"), {"__name__": "__doc_example__"})
-    assert list(tmp_path.glob("xla_model/events.out.tfevents.*")), "the example trained and wrote summaries"
+    if '"xla_model"' in code:  # the Estimator example; the dynamic-inputs one checks its output itself
+        assert list(tmp_path.glob("xla_model/events.out.tfevents.*")), "the example trained and wrote summaries"

@@ -263,9 +263,11 @@ _OPTIONS = (
     Option("dynamic_graph_execute_mode", "dynamic_execute", choice("dynamic_execute", "lazy_recompile"), EFFECT,
            nullable=False, codec=_s("dynamic_graph_execute_mode"),
            rule="dynamic_execute or lazy_recompile (lazy_recompile needs iterations_per_loop=1)",
-           doc="Execution mode for dynamic inputs.",
-           mechanism="dynamic_execute: one graph for the whole range; lazy_recompile: per-shape compilation",
-           pending=True),
+           doc="Execution mode for dynamic inputs (with dynamic_input=True).",
+           mechanism="whole-step XLA: dynamic_execute pads ranged inputs to their upper bounds as XLA bounded "
+                     "dynamic dimensions (XlaSetDynamicDimensionSize), one compilation for the range; "
+                     "lazy_recompile compiles once per distinct input shape. Mixed XLA compiles per shape, and "
+                     "without XLA one TensorFlow graph runs every shape (a warning says so)"),
     Option("dynamic_inputs_shape_range", None,
            parsed(parsers.parse_shape_ranges, "'getnext:[d,...],[...];data:[...]' with d an int, lo~hi or -1"),
            EFFECT, codec=_s("dynamic_inputs_shape_range"),

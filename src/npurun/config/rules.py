@@ -94,9 +94,16 @@ def memory_sizes(values: Values, cluster: ClusterInfo) -> list:
 
 
 def dynamic_inputs(values: Values, cluster: ClusterInfo) -> list:
-    if values["dynamic_inputs_shape_range"] is not None and not values["dynamic_input"]:
-        return ["dynamic_inputs_shape_range is set but dynamic_input is False: the ranges are not applied"]
-    return []
+    """Ranges and the execute mode act only with dynamic_input=True (the product document's rule)."""
+    if values["dynamic_input"]:
+        return []
+    notes = []
+    if values["dynamic_inputs_shape_range"] is not None:
+        notes.append("dynamic_inputs_shape_range is set but dynamic_input is False: the ranges are not applied")
+    if values["dynamic_graph_execute_mode"] != "dynamic_execute":
+        notes.append(f"dynamic_graph_execute_mode={values['dynamic_graph_execute_mode']!r} is set but dynamic_input "
+                     f"is False: the execute mode applies only to dynamic inputs and is ignored")
+    return notes
 
 
 def local_ranks(values: Values, cluster: ClusterInfo) -> list:
