@@ -32,11 +32,25 @@ def test_rank_that_never_starts_is_a_startup_error(n, missing, out):
         assert report["raised_at"] - report["started"] <= 6 + MARGIN
 
 
-@pytest.mark.parametrize("n, victim, how", [(2, 1, "HCCL_TIMEOUT_OPTION"), (3, 0, "HCCL_EXEC_TIMEOUT")],
-                         ids=["follower-killed-option", "leader-killed-env"])
-def test_killed_rank_makes_the_others_fail_within_hccl_timeout(n, victim, how, out):
-    # hccl_timeout=5 from NPURunConfig (through the session plan), or from HCCL_EXEC_TIMEOUT
-    extra = {"all": {how: "5", "HCCL_CONNECT_TIMEOUT": "60"}}
+PEER_ERRORS = {"DeadlineExceededError", "UnavailableError", "CancelledError", "AbortedError"}
+
+
+def assert_explained(report, rank, n, timeout):
+    """The clear error: type, rank, rank size and hccl_timeout named, TensorFlow's error as the cause."""
+    assert report["type"] == "CollectiveTimeoutError", report
+    assert report["message"].startswith(f"rank {rank} of {n}: a collective operation"), report
+    assert f"hccl_timeout={timeout} s" in report["message"], report
+    assert report["cause"] in PEER_ERRORS, report
+
+
+@pytest.mark.parametrize("n, victim, how, surface",
+                         [(2, 1, "HCCL_TIMEOUT_OPTION", "session"), (3, 0, "HCCL_EXEC_TIMEOUT", "explained")],
+                         ids=["follower-killed-option-create_session", "leader-killed-env-explained"])
+def test_killed_rank_makes_the_others_fail_within_hccl_timeout(n, victim, how, surface, out):
+    # hccl_timeout=5 from NPURunConfig (through the session plan), or from HCCL_EXEC_TIMEOUT; the
+    # script runs its steps in cluster.create_session()'s session, or a plain session inside
+    # errors.explained(): it never translates errors itself
+    extra = {"all": {how: "5", "HCCL_CONNECT_TIMEOUT": "60", "SURFACE": surface}}
     ranks = Ranks("steps.py", n, out, extra=extra)
     # wait until the victim has done a few steps, so every rank is past start-up
     ranks.wait_for_line(victim, "step ", count=5)
@@ -47,6 +61,28 @@ def test_killed_rank_makes_the_others_fail_within_hccl_timeout(n, victim, how, o
     for result in results:
         assert result.returncode == 1, result.stderr[-3000:]
         report = json.loads((out / f"rank{result.rank}.json").read_text())
-        assert report["type"] == "CollectiveTimeoutError", report
-        assert f"rank {result.rank} of {n}: a collective operation" in report["message"]
+        assert_explained(report, result.rank, n, 5)
+        assert report["attributes"] == [result.rank, n, 5]
         assert report["raised_at"] - killed_at <= 5 + MARGIN, report
+
+
+def test_broadcast_hook_that_loses_its_root_names_rank_and_hccl_timeout(out):
+    # rank 1 (the root) passes the start-up barrier and exits; rank 0's broadcast then fails
+    results = Ranks("broadcast_failure.py", 2, out, extra={"all": {"HCCL_CONNECT_TIMEOUT": "60"}}).wait(timeout=90)
+    assert results[1].returncode == 0, results[1].stderr[-3000:]
+    assert results[0].returncode == 1, results[0].stderr[-3000:]
+    assert_explained(results[0].results(out), 0, 2, 3)
+
+
+def test_estimator_train_raises_collective_timeout_error_when_a_rank_dies(out):
+    """NPUEstimator.train on 2 ranks with NPURunConfig(hccl_timeout=5); rank 1 is killed mid-training.
+    Needs the Estimator's train() to run inside `npurun.distribute.errors.explained(config)`."""
+    ranks = Ranks("estimator_steps.py", 2, out, extra={"all": {"HCCL_CONNECT_TIMEOUT": "60"}})
+    ranks.wait_for_line(1, "step ", count=3, timeout=120)
+    ranks.kill(1)
+    killed_at = time.time()
+    survivor = [r for r in ranks.wait(timeout=120) if r.rank == 0][0]
+    assert survivor.returncode == 1, survivor.stderr[-3000:]
+    report = survivor.results(out)
+    assert_explained(report, 0, 2, 5)
+    assert report["raised_at"] - killed_at <= 5 + MARGIN, report

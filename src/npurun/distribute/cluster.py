@@ -30,7 +30,7 @@ from typing import Mapping, Optional
 
 from . import ranks as ranks_mod
 from . import settings
-from .errors import StartupTimeoutError, explain
+from .errors import CollectiveTimeoutError, StartupTimeoutError, explained, tf_reason
 
 DEFAULT_BASE_PORT = 29600
 RANK_JOBS = ("chief", "master", "worker")  # the jobs whose tasks are ranks, in rank order
@@ -257,9 +257,11 @@ def run_barrier(session, op, layout: Optional[Layout] = None, timeout: Optional[
     who = f"rank {layout.rank_id} of {layout.rank_size}"
     if "error" in outcome:
         error = outcome["error"]
-        reason = explain(error, layout.rank_id, layout.rank_size, timeout)
+        if isinstance(error, CollectiveTimeoutError) and error.__cause__ is not None:
+            error = error.__cause__  # explained by a DistributedSession: report TensorFlow's own error
         raise StartupTimeoutError(f"{who}: not every rank joined the start-up barrier within {timeout:g} s "
-                                  f"(HCCL_CONNECT_TIMEOUT): {reason}") from error
+                                  f"(HCCL_CONNECT_TIMEOUT): a rank stopped or is unreachable. TensorFlow "
+                                  f"({type(error).__name__}): {tf_reason(error)}") from error
     if not outcome.get("ok"):
         raise StartupTimeoutError(f"{who}: the start-up barrier did not complete within {timeout:g} s "
                                   f"(HCCL_CONNECT_TIMEOUT): rank 0 ({layout.cluster[layout.rank_tasks[0][0]][0]}) "
@@ -267,26 +269,60 @@ def run_barrier(session, op, layout: Optional[Layout] = None, timeout: Optional[
     return time.monotonic() - start
 
 
-def create_session(config=None, graph=None, timeout: Optional[float] = None):
-    """A tf.compat.v1.Session on this rank's server, after a bounded start-up; for sess.run scripts.
+_session_class = None
 
-    With one rank it is a plain in-process session. Otherwise: start the server, wait for the peers
-    (`wait_for_peers`), create the session with `configure(config)`, and run a start-up barrier
-    (built in `graph`, which must not be finalized).
+
+def session_class():
+    """`DistributedSession`: a tf.compat.v1.Session whose `run` raises a collective that lost a peer
+    as `CollectiveTimeoutError` naming this rank, the rank size and hccl_timeout (`errors.explained`).
+
+    `DistributedSession(target, graph, config, settings=None)`: `settings` (a DistributeSettings,
+    default the current ones when the session is created) gives the hccl_timeout named.
+    """
+    global _session_class
+    if _session_class is None:
+        import tensorflow as tf
+
+        from . import settings as settings_mod
+
+        class DistributedSession(tf.compat.v1.Session):
+            __doc__ = session_class.__doc__
+
+            def __init__(self, target="", graph=None, config=None, settings=None):
+                super().__init__(target, graph=graph, config=config)
+                self.settings = settings if settings is not None else settings_mod.current()
+
+            def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+                with explained(self.settings):
+                    return super().run(fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata)
+
+        _session_class = DistributedSession
+    return _session_class
+
+
+def create_session(config=None, graph=None, timeout: Optional[float] = None):
+    """A session on this rank's server, after a bounded start-up; for sess.run scripts.
+
+    The session is a `DistributedSession` (see `session_class`): a collective that loses a peer in
+    any `run` is a `CollectiveTimeoutError` naming this rank, the rank size and hccl_timeout.
+    With one rank it runs in process. Otherwise: start the server, wait for the peers
+    (`wait_for_peers`), create the session on the server with `configure(config)`, and run a
+    start-up barrier (built in `graph`, which must not be finalized).
     """
     import tensorflow as tf
 
     layout = read_layout()
+    session_type = session_class()
     if not is_distributed(layout):
-        return tf.compat.v1.Session(graph=graph, config=config)
+        return session_type(graph=graph, config=config)
     proto = configure(config, layout)
     server = ensure_server(proto, layout)
     wait_for_peers(layout, timeout)
     graph = graph or tf.compat.v1.get_default_graph()
     if layout.rank_id is None:
-        return tf.compat.v1.Session(server.target, graph=graph, config=proto)
+        return session_type(server.target, graph=graph, config=proto)
     with graph.as_default():
         op = barrier_op(int(timeout) if timeout else None)
-    session = tf.compat.v1.Session(server.target, graph=graph, config=proto)
+    session = session_type(server.target, graph=graph, config=proto)
     run_barrier(session, op, layout, timeout)
     return session

@@ -1,13 +1,33 @@
 """Errors of distributed runs, with messages that say which rank, what happened and which knob bounds it.
 
-TensorFlow reports a dead or missing peer as `DeadlineExceededError` ("Collective has timed out
-waiting for other workers"), or `UnavailableError` when the peer's socket is refused or closed.
-`explain` turns those into `CollectiveTimeoutError` naming this rank, the timeout in force and
-the usual causes; anything else is returned unchanged.
+TensorFlow reports a collective that lost a peer as `DeadlineExceededError` ("Collective has timed
+out waiting for other workers"), `UnavailableError` (the peer's socket refused or closed),
+`CancelledError` / `AbortedError` (a collective aborted because an earlier one failed); the text
+names an op and the gRPC call, not the rank or the timeout. `explain` turns those into
+`CollectiveTimeoutError`; `explained(...)` does it for every error raised inside a block.
+
+Rules:
+- A TensorFlow error counts as a collective failure when it is one of the four types above and
+  either its op (`error.op`) is a collective op or its text comes from the collective runtime
+  ("Collective", "RecvBuf", "GetStepSequence", "Socket closed", "failed to connect"). Anything
+  else (an OutOfRangeError, a DeadlineExceededError of `operation_timeout_in_ms`, a Python
+  error) passes through unchanged, as the same object.
+- The message starts `rank R of N: ` and always names `hccl_timeout=T s` (the timeout in force:
+  the option, else HCCL_EXEC_TIMEOUT, else 1800 s), then what happened, the usual causes and
+  TensorFlow's own reason line. The error has `rank_id`, `rank_size`, `timeout` attributes and the
+  original error as `__cause__`.
+- `StartupTimeoutError` is the start-up's own error (see `cluster`).
+
+Plain Python: TensorFlow errors are recognised by their class names, so importing this module does
+not import TensorFlow.
 """
 from __future__ import annotations
 
-from typing import Optional
+import contextlib
+from collections.abc import Mapping
+from typing import Any, Iterator, Optional
+
+from . import ranks, settings
 
 
 class StartupTimeoutError(RuntimeError):
@@ -21,40 +41,126 @@ class StartupTimeoutError(RuntimeError):
 class CollectiveTimeoutError(RuntimeError):
     """A collective operation failed because a peer rank stopped, hung or became unreachable."""
 
+    def __init__(self, message: str, rank_id: Optional[int] = None, rank_size: Optional[int] = None,
+                 timeout: Optional[float] = None):
+        super().__init__(message)
+        self.rank_id = rank_id
+        self.rank_size = rank_size
+        self.timeout = timeout
 
-_PEER_ERRORS = ("DeadlineExceededError", "UnavailableError", "AbortedError", "CancelledError")
+
+_PEER_ERRORS = frozenset({"DeadlineExceededError", "UnavailableError", "AbortedError", "CancelledError"})
 _MARKERS = ("Collective", "collective", "RecvBuf", "GetStepSequence", "Socket closed", "failed to connect")
 
 
+def _class_names(error: BaseException) -> set:
+    return {cls.__name__ for cls in type(error).__mro__}
+
+
+def _from_collective_op(error: BaseException) -> bool:
+    op = getattr(error, "op", None)
+    return bool(op is not None and str(getattr(op, "type", "")).startswith("Collective"))
+
+
 def is_peer_failure(error: BaseException) -> bool:
-    """Whether `error` is TensorFlow reporting a collective that lost a peer."""
-    names = {cls.__name__ for cls in type(error).__mro__}
-    return bool(names & set(_PEER_ERRORS)) and any(marker in str(error) for marker in _MARKERS)
+    """Whether `error` is TensorFlow reporting a collective that lost a peer (see the module rules)."""
+    if not _class_names(error) & _PEER_ERRORS:
+        return False
+    return _from_collective_op(error) or any(marker in str(error) for marker in _MARKERS)
+
+
+def _seconds(timeout) -> str:
+    return f"{timeout:g}" if isinstance(timeout, (int, float)) else str(timeout)
 
 
 def explain(error: BaseException, rank_id: Optional[int] = None, rank_size: Optional[int] = None,
-            timeout: Optional[int] = None) -> BaseException:
-    """A `CollectiveTimeoutError` for a lost peer (the original chained as its cause), else `error`."""
+            timeout: Optional[float] = None) -> BaseException:
+    """A `CollectiveTimeoutError` for a collective that lost a peer (with `error` as its `__cause__`),
+    else `error` itself.
+
+    `timeout`: the hccl_timeout in force, in seconds (None: `settings.collective_timeout()`).
+    """
     if not is_peer_failure(error):
         return error
+    if timeout is None:
+        timeout = _timeout_or_none(None)
     who = f"rank {rank_id} of {rank_size}" if rank_id is not None else "this rank"
-    first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    detail = _tf_reason(str(error)) or first_line
-    if type(error).__name__ == "DeadlineExceededError":
-        what = (f"a collective operation did not complete within hccl_timeout={timeout} s"
-                if timeout else "a collective operation timed out")
+    limit = f"hccl_timeout={_seconds(timeout)} s" if timeout is not None else "hccl_timeout"
+    names = _class_names(error)
+    if "DeadlineExceededError" in names:
+        what = f"a collective operation did not complete within {limit}"
+    elif "UnavailableError" in names:
+        what = f"a collective operation lost its connection to a peer rank (collectives wait up to {limit})"
     else:
-        what = "a collective operation lost its connection to a peer rank"
-    return CollectiveTimeoutError(
+        what = (f"a collective operation was aborted because an earlier collective of this process failed "
+                f"(collectives wait up to {limit}; restart the process)")
+    detail = tf_reason(error)
+    clear = CollectiveTimeoutError(
         f"{who}: {what}: another rank stopped, crashed or is much slower (for example while saving a "
-        f"checkpoint longer than the timeout). TensorFlow: {detail}")
+        f"checkpoint longer than the timeout; raise hccl_timeout or HCCL_EXEC_TIMEOUT for that). "
+        f"TensorFlow ({type(error).__name__}): {detail}", rank_id, rank_size, timeout)
+    clear.__cause__ = error
+    return clear
 
 
-def _tf_reason(text: str) -> str:
-    for line in text.splitlines():
-        line = line.strip()
-        if "Collective" in line and ("timed out" in line or "aborted" in line):
+def tf_reason(error: BaseException) -> str:
+    """The line of a TensorFlow error's text that says why (its first line when none does)."""
+    lines = [line.strip() for line in str(error).strip().splitlines()]
+    for line in lines:
+        if "ollective" in line and ("timed out" in line or "aborted" in line):
             return line
-        if "failed to connect" in line or "Socket closed" in line:
+        if "failed to connect" in line or "Socket closed" in line or "RecvBuf" in line:
             return line
-    return ""
+    for before, line in zip(lines, lines[1:]):
+        if before.startswith("Node: ") and line:  # graph-mode text: the reason follows the node's name
+            return line
+    return lines[0] if lines and lines[0] else type(error).__name__
+
+
+def _settings_of(source: Any) -> settings.DistributeSettings:
+    if source is None:
+        return settings.current()
+    if isinstance(source, settings.DistributeSettings):
+        return source
+    if isinstance(source, Mapping):
+        return settings.from_options(source)
+    options = getattr(source, "options", None)  # an NPURunConfig
+    if isinstance(options, Mapping):
+        return settings.from_options(options)
+    raise TypeError(f"explained(): expected an NPURunConfig, its options, a DistributeSettings or None; "
+                    f"got {type(source).__name__}")
+
+
+def _timeout_or_none(source: Any) -> Optional[int]:
+    try:
+        return settings.collective_timeout(_settings_of(source))
+    except ValueError:  # a malformed HCCL_EXEC_TIMEOUT: the ops' construction reported it already
+        return None
+
+
+def _rank() -> tuple:
+    try:
+        return ranks.get_rank_id(), ranks.get_rank_size()
+    except ValueError:  # inconsistent rank variables: still report the collective failure
+        return None, None
+
+
+@contextlib.contextmanager
+def explained(source: Any = None) -> Iterator[None]:
+    """Within the block, a TensorFlow error of a collective that lost a peer is raised as
+    `CollectiveTimeoutError` (`from` the original); any other exception passes unchanged.
+
+    `source` gives the hccl_timeout to name: an NPURunConfig, its options mapping, a
+    `DistributeSettings`, or None for the current settings. The rank and rank size are read when
+    the error happens. Nesting is harmless (an explained error is not explained again).
+
+    Example: `with explained(config): estimator_loop()`.
+    """
+    timeout = _timeout_or_none(source)
+    try:
+        yield
+    except Exception as error:
+        clear = explain(error, *_rank(), timeout)
+        if clear is error:
+            raise
+        raise clear from error

@@ -14,6 +14,8 @@ Rules:
 - Several broadcast hooks in one graph (the Estimator's automatic one and a user's) build the ops
   once and broadcast once per session.
 - With one rank (and no parameter servers) the hooks do nothing.
+- A broadcast that loses a peer is a `CollectiveTimeoutError` naming this rank, the rank size and
+  the hccl_timeout the broadcast was built with (`errors.explained`), from the TensorFlow error.
 """
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ import weakref
 
 import tensorflow as tf
 
-from . import cluster, ranks
+from . import cluster, ranks, settings
 from .collectives import broadcast
+from .errors import explained
 
 _v1 = tf.compat.v1
 _BROADCAST_COLLECTION = "npurun_broadcast_global_variables"
@@ -101,6 +104,7 @@ class NPUBroadcastGlobalVariablesHook(_v1.train.SessionRunHook):
         self._index = index
         self._op = None
         self._barrier = None
+        self._settings = None
 
     def begin(self):
         if ranks.get_rank_size() == 1:
@@ -110,6 +114,7 @@ class NPUBroadcastGlobalVariablesHook(_v1.train.SessionRunHook):
         if self._root_rank >= size:
             raise ValueError(f"NPUBroadcastGlobalVariablesHook: root_rank={self._root_rank} but there are only "
                              f"{size} ranks")
+        self._settings = settings.current()  # the hccl_timeout the broadcast is built with
         graph = _v1.get_default_graph()
         existing = [op for root, op in graph.get_collection(_BROADCAST_COLLECTION) if root == self._root_rank]
         self._barrier = _barrier_op()
@@ -125,5 +130,6 @@ class NPUBroadcastGlobalVariablesHook(_v1.train.SessionRunHook):
         _ensure_started(session, self._barrier)
         if session in _broadcast_done:
             return
-        session.run(self._op)
+        with explained(self._settings):
+            session.run(self._op)
         _broadcast_done.add(session)

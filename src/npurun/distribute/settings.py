@@ -54,10 +54,12 @@ def current() -> DistributeSettings:
     return _active
 
 
-def collective_timeout() -> int:
-    """Seconds a collective may wait for its peers before failing (hccl_timeout)."""
-    if _active.hccl_timeout is not None:
-        return _active.hccl_timeout
+def collective_timeout(of: Optional[DistributeSettings] = None) -> int:
+    """Seconds a collective may wait for its peers before failing (hccl_timeout) under the settings
+    `of` (default: the current ones)."""
+    chosen = _active if of is None else of
+    if chosen.hccl_timeout is not None:
+        return chosen.hccl_timeout
     return _positive_env("HCCL_EXEC_TIMEOUT", DEFAULT_EXEC_TIMEOUT)
 
 

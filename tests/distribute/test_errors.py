@@ -1,0 +1,146 @@
+"""Collective failures become CollectiveTimeoutError naming rank, rank size and hccl_timeout; other
+errors pass unchanged. One process: a collective of group size 2 whose peer never comes times out
+for real after its 1 s timeout (each test uses a new session: a timed-out collective aborts only
+its own session's collectives)."""
+import time
+
+import pytest
+import tensorflow as tf
+from tensorflow.python.ops import collective_ops
+
+from npurun import NPURunConfig
+from npurun.distribute import cluster, errors, hccl_ops, settings
+from npurun.distribute.errors import CollectiveTimeoutError
+
+v1 = tf.compat.v1
+
+
+@pytest.fixture
+def rank0_of_2(monkeypatch):
+    for name in ("TF_CONFIG", "RANK_TABLE_FILE", "HCCL_EXEC_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RANK_ID", "0")
+    monkeypatch.setenv("RANK_SIZE", "2")
+
+
+def lonely_allreduce(timeout=1):
+    """An all-reduce over 2 ranks whose peer never runs it: DeadlineExceededError after `timeout` s."""
+    graph = tf.Graph()
+    with graph.as_default(), settings.use(hccl_timeout=timeout):
+        total = hccl_ops.allreduce(tf.constant([1.0]), "sum")
+    return graph, total
+
+
+def test_a_timed_out_collective_names_rank_size_and_hccl_timeout(rank0_of_2):
+    graph, total = lonely_allreduce()
+    with v1.Session(graph=graph) as session:
+        started = time.monotonic()
+        with pytest.raises(CollectiveTimeoutError) as caught:
+            with errors.explained(NPURunConfig(hccl_timeout=1)):
+                session.run(total)
+        assert time.monotonic() - started < 1 + 5
+        error = caught.value
+        assert str(error).startswith("rank 0 of 2: a collective operation did not complete within hccl_timeout=1 s: ")
+        assert "Collective has timed out" in str(error)  # TensorFlow's own reason line
+        assert isinstance(error.__cause__, tf.errors.DeadlineExceededError)
+        assert error.__cause__.op is not None and error.__cause__.op.type == "CollectiveReduceV2"
+        assert (error.rank_id, error.rank_size, error.timeout) == (0, 2, 1)
+        # the session's next collective is aborted by the first failure: explained as well
+        with pytest.raises(CollectiveTimeoutError, match=r"^rank 0 of 2: .*hccl_timeout=1 s"):
+            with errors.explained(NPURunConfig(hccl_timeout=1)):
+                session.run(total)
+
+
+def test_distributed_session_explains_its_runs(rank0_of_2):
+    graph, total = lonely_allreduce()
+    session_type = cluster.session_class()
+    with session_type("", graph=graph, settings=settings.DistributeSettings(hccl_timeout=1)) as session:
+        assert isinstance(session, v1.Session)
+        with pytest.raises(CollectiveTimeoutError, match=r"^rank 0 of 2: .*hccl_timeout=1 s") as caught:
+            session.run(total)
+        assert isinstance(caught.value.__cause__, tf.errors.DeadlineExceededError)
+
+
+def test_create_session_gives_a_distributed_session(monkeypatch):
+    for name in ("TF_CONFIG", "RANK_TABLE_FILE", "RANK_ID", "RANK_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    graph = tf.Graph()
+    with graph.as_default():
+        # group size 2 by hand (the world has one rank): nobody else will ever join
+        total = collective_ops.all_reduce_v2(tf.constant([1.0]), 2, 4242, 1, merge_op="Add", final_op="Id",
+                                             communication_hint="ring", timeout=1.0)
+    with settings.use(hccl_timeout=1), cluster.create_session(graph=graph) as session:
+        assert isinstance(session, cluster.session_class())
+        with pytest.raises(CollectiveTimeoutError, match=r"^rank 0 of 1: .*hccl_timeout=1 s"):
+            session.run(total)
+
+
+def test_other_errors_pass_unchanged(rank0_of_2):
+    graph = tf.Graph()
+    with graph.as_default():
+        iterator = v1.data.make_one_shot_iterator(tf.data.Dataset.range(1))
+        element = iterator.get_next()
+        queue = tf.queue.FIFOQueue(1, tf.float32)
+        dequeue = queue.dequeue()
+    config = v1.ConfigProto(operation_timeout_in_ms=200)
+    with v1.Session(graph=graph, config=config) as session:
+        session.run(element)
+        with pytest.raises(tf.errors.OutOfRangeError):
+            with errors.explained(NPURunConfig(hccl_timeout=1)):
+                session.run(element)
+        # a DeadlineExceededError that is not a collective's (operation_timeout_in_ms)
+        with pytest.raises(tf.errors.DeadlineExceededError) as caught:
+            with errors.explained():
+                session.run(dequeue)
+        assert errors.explain(caught.value, 0, 2, 1) is caught.value
+    with pytest.raises(ValueError, match="plain"):
+        with errors.explained():
+            raise ValueError("plain")
+
+
+def peer_error(kind, text):
+    return kind(None, None, text)
+
+
+@pytest.mark.parametrize("kind, text, what", [
+    (tf.errors.UnavailableError, "failed to connect to all addresses; Socket closed",
+     "lost its connection to a peer rank (collectives wait up to hccl_timeout=9 s)"),
+    (tf.errors.CancelledError, "Collective ops is aborted by: Collective has timed out waiting for other workers.",
+     "was aborted because an earlier collective of this process failed (collectives wait up to hccl_timeout=9 s"),
+    (tf.errors.AbortedError, "RecvBuf returned an error", "was aborted because an earlier collective"),
+])
+def test_each_kind_of_peer_failure_gets_its_own_sentence(rank0_of_2, kind, text, what):
+    with pytest.raises(CollectiveTimeoutError) as caught:
+        with errors.explained(settings.DistributeSettings(hccl_timeout=9)):
+            raise peer_error(kind, text)
+    assert str(caught.value).startswith(f"rank 0 of 2: a collective operation {what}")
+    assert isinstance(caught.value.__cause__, kind)
+
+
+def test_the_timeout_named_follows_the_source(rank0_of_2, monkeypatch):
+    failure = "Collective has timed out waiting for other workers."
+
+    def message(source):
+        with pytest.raises(CollectiveTimeoutError) as caught:
+            with errors.explained(source):
+                raise peer_error(tf.errors.DeadlineExceededError, failure)
+        return str(caught.value)
+
+    assert "hccl_timeout=7 s" in message({"hccl_timeout": 7})  # an options mapping
+    assert "hccl_timeout=1800 s" in message(NPURunConfig())  # HCCL's default
+    monkeypatch.setenv("HCCL_EXEC_TIMEOUT", "42")
+    assert "hccl_timeout=42 s" in message(NPURunConfig())  # the environment when the option is unset
+    with settings.use(hccl_timeout=3):
+        assert "hccl_timeout=3 s" in message(None)  # None: the current settings
+    with pytest.raises(TypeError, match="explained"):
+        with errors.explained(42):
+            pass
+
+
+def test_nested_blocks_explain_once(rank0_of_2):
+    with pytest.raises(CollectiveTimeoutError) as caught:
+        with errors.explained({"hccl_timeout": 4}):
+            with errors.explained({"hccl_timeout": 5}):
+                raise peer_error(tf.errors.DeadlineExceededError, "Collective has timed out")
+    assert "hccl_timeout=5 s" in str(caught.value)
+    assert isinstance(caught.value.__cause__, tf.errors.DeadlineExceededError)
