@@ -44,18 +44,45 @@ class RankResult:
         return json.loads((out / f"rank{self.rank}.json").read_text())
 
 
-def rank_envs(n, out, ps=0, extra=None):
-    """Environment additions per task: workers (rank order) then ps tasks."""
+def free_port_range(count, attempts=50):
+    """A port p such that p .. p + count - 1 are all free now (for NPURUN_BASE_PORT)."""
+    import random
+
+    for _ in range(attempts):
+        base = random.randrange(20000, 60000 - count)
+        sockets = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket()
+                sockets.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in sockets:
+                s.close()
+    raise RuntimeError(f"no {count} consecutive free ports found")
+
+
+def rank_envs(n, out, ps=0, extra=None, tf_config=True):
+    """Environment additions per task: workers (rank order) then ps tasks.
+
+    tf_config=False: no TF_CONFIG (ranks from RANK_ID / RANK_SIZE only, ports from NPURUN_BASE_PORT).
+    """
     ports = free_ports(n + ps)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports[:n]]}
     if ps:
         cluster["ps"] = [f"127.0.0.1:{p}" for p in ports[n:]]
+    base = None if tf_config else free_port_range(n)
     envs = []
     for job, count in (("worker", n), ("ps", ps)):
         for index in range(count):
             env = {"TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": job, "index": index}}),
                    "OUT": str(out), "RANK_ID": str(index) if job == "worker" else "",
                    "RANK_SIZE": str(n) if job == "worker" else "", "RANK_TABLE_FILE": ""}
+            if base is not None:
+                env.update(TF_CONFIG="", NPURUN_BASE_PORT=str(base))
             env.update((extra or {}).get("all", {}))
             env.update((extra or {}).get(index if job == "worker" else f"ps{index}", {}))
             envs.append(env)
@@ -65,11 +92,11 @@ def rank_envs(n, out, ps=0, extra=None):
 class Ranks:
     """Running ranks (forked by zygote.py); `wait` gives one RankResult per started task."""
 
-    def __init__(self, script, n, out, args=(), ps=0, extra=None, skip=()):
+    def __init__(self, script, n, out, args=(), ps=0, extra=None, skip=(), tf_config=True):
         self.dir = out / "ranks"
         self.dir.mkdir(exist_ok=True)
         tasks = [{"name": f"rank{i}", "env": env, "argv": [str(WORKERS / script), *map(str, args)]}
-                 for i, env in enumerate(rank_envs(n, out, ps, extra)) if i not in skip]
+                 for i, env in enumerate(rank_envs(n, out, ps, extra, tf_config)) if i not in skip]
         spec = self.dir / "spec.json"
         spec.write_text(json.dumps({"ranks": tasks, "dir": str(self.dir)}))
         self.names = [t["name"] for t in tasks]
@@ -128,8 +155,8 @@ class Ranks:
                 for name in self.names]
 
 
-def run_ranks(script, n, out, args=(), timeout=90, ps=0, extra=None, skip=()):
-    return Ranks(script, n, out, args, ps, extra, skip).wait(timeout)
+def run_ranks(script, n, out, args=(), timeout=90, ps=0, extra=None, skip=(), tf_config=True):
+    return Ranks(script, n, out, args, ps, extra, skip, tf_config).wait(timeout)
 
 
 def assert_ok(results):

@@ -18,7 +18,16 @@ def servers(monkeypatch):
     for name in ("RANK_ID", "RANK_SIZE", "TF_CONFIG", "RANK_TABLE_FILE", "HCCL_EXEC_TIMEOUT"):
         monkeypatch.delenv(name, raising=False)
     started = []
-    monkeypatch.setattr(cluster, "ensure_server", lambda config=None, layout=None: started.append((config, layout)))
+
+    class Server:  # what the plan reads of a tf.distribute.Server
+        def __init__(self, layout):
+            self.target = "grpc://" + layout.address
+
+    def ensure_server(config=None, layout=None):
+        started.append((config, layout))
+        return Server(layout)
+
+    monkeypatch.setattr(cluster, "ensure_server", ensure_server)
     yield started
     settings.activate(settings.DistributeSettings())
 
@@ -33,6 +42,7 @@ def test_single_process_plan_is_unchanged(servers):
     assert not [h for h in plan.hooks if isinstance(h, (StartupHook, NPUBroadcastGlobalVariablesHook))]
     assert list(plan.config_proto.device_filters) == []
     assert plan.config_proto.experimental.collective_group_leader == ""
+    assert plan.target == ""
     assert servers == []
 
 
@@ -46,6 +56,7 @@ def test_two_ranks_train_plan(servers, monkeypatch):
     assert StartupHook in kinds and NPUBroadcastGlobalVariablesHook in kinds
     # the server is started with the same collective settings the session gets
     assert servers and servers[0][0].experimental.collective_group_leader == proto.experimental.collective_group_leader
+    assert plan.target == "grpc://127.0.0.1:2"  # this task's server
 
 
 def test_eval_plan_gets_the_runtime_but_no_hooks(servers, monkeypatch):
@@ -63,11 +74,19 @@ def test_horovod_mode_adds_no_broadcast(servers, monkeypatch):
     assert StartupHook in kinds and NPUBroadcastGlobalVariablesHook not in kinds
 
 
-def test_ranks_without_tf_config_are_a_clear_error(servers, monkeypatch):
-    monkeypatch.setenv("RANK_ID", "0")
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_ranks_without_tf_config_get_their_servers_target(servers, monkeypatch, mode):
+    # RANK_ID / RANK_SIZE only: the cluster is derived (127.0.0.1, NPURUN_BASE_PORT + local rank)
+    monkeypatch.setenv("RANK_ID", "1")
     monkeypatch.setenv("RANK_SIZE", "2")
-    with pytest.raises(RankConfigError, match="2 ranks .* but no TF_CONFIG.*npurun launch"):
-        build_plan(NPURunConfig().options, "train")
+    monkeypatch.setenv("NPURUN_BASE_PORT", "31000")
+    plan = build_plan(NPURunConfig().options, mode)
+    assert plan.target == "grpc://127.0.0.1:31001"
+    layout = servers[0][1]
+    assert (layout.address, layout.rank_id, layout.rank_size) == ("127.0.0.1:31001", 1, 2)
+    assert plan.config_proto.experimental.collective_group_leader == "/job:worker/replica:0/task:0"
+    assert list(plan.config_proto.device_filters) == ["/job:worker/replica:0/task:1"]
+    assert (StartupHook in [type(h) for h in plan.hooks]) == (mode == "train")
 
 
 def test_conflicting_rank_sources_fail_the_plan(servers, monkeypatch):
@@ -158,6 +177,7 @@ def test_parameter_server_plans(servers, monkeypatch):
         transform(graph, "train")
     assert v.op.device == "/job:ps/task:0"
     assert graph.get_operation_by_name("mul").device == "/job:worker/replica:0/task:1"
+    assert train.target == "grpc://127.0.0.1:2"
     # evaluation and export run locally from the checkpoint
     assert list(build_plan(config.options, "eval").config_proto.device_filters) == ["/job:worker/replica:0/task:1"]
 

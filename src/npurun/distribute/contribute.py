@@ -5,9 +5,10 @@ For every plan (every mode):
 - the options become the current `settings`, read by the collectives (timeout) and the
   distributed optimizer (per-gradient or grouped all-reduce) while model_fn builds the graph;
 - in a distributed run (more than one rank, or parameter servers) this process's
-  tf.distribute.Server is started and the ConfigProto gets `collective_group_leader` (rank 0) and
-  `device_filters` (this task, plus /job:ps in parameter-server mode), so the session on
-  `config.master` starts without waiting for the other tasks.
+  tf.distribute.Server is started, `plan.target` is its gRPC target, and the ConfigProto gets
+  `collective_group_leader` (rank 0) and `device_filters` (this task, plus /job:ps in
+  parameter-server mode), so the session on `plan.target` starts without waiting for the other
+  tasks.
 
 For training plans of a distributed run, `plan.hooks` gets `StartupHook` (bounded start-up) and,
 with more than one rank and horovod_mode=False, `NPUBroadcastGlobalVariablesHook(root_rank=0)`; a
@@ -15,16 +16,14 @@ graph transform checks that every NPUOptimizer's is_tailing_optimization equals 
 Parameter-server mode (`distribute=`) and input feeding (`local_rank_id`) add their own parts
 (`ps.py`, `feed.py`).
 
-Rule: more than one rank needs a TF_CONFIG cluster, because the Estimator's session target is
-`config.master` (from TF_CONFIG); `npurun launch` sets it. RANK_ID / RANK_SIZE alone is a clear
-error here (scripts using `cluster.create_session` do not need TF_CONFIG).
+Rule: the cluster is TF_CONFIG's when set, else derived from RANK_TABLE_FILE or RANK_ID /
+RANK_SIZE (ports NPURUN_BASE_PORT + local rank, see `cluster`); either way the session must be
+created on `plan.target` (with TF_CONFIG it is the same server as `config.master`; without it
+`config.master` is '' and an in-process session would not reach the other ranks).
 """
 from __future__ import annotations
 
-import os
-
 from . import cluster, settings
-from .ranks import RankConfigError
 
 
 def contribute(options, mode, plan) -> None:
@@ -48,12 +47,8 @@ def contribute(options, mode, plan) -> None:
 
 
 def _collective_run(options, mode, plan, layout) -> None:
-    if not os.environ.get("TF_CONFIG", "").strip():
-        raise RankConfigError(f"{layout.rank_size} ranks (from RANK_ID/RANK_SIZE or RANK_TABLE_FILE) but no TF_CONFIG: "
-                              f"NPUEstimator connects to config.master, which TF_CONFIG defines. Start the ranks "
-                              f"with `npurun launch`, which sets TF_CONFIG, or set it yourself")
     plan.config_proto.CopyFrom(cluster.configure(plan.config_proto, layout))
-    cluster.ensure_server(plan.config_proto, layout)
+    plan.target = cluster.ensure_server(plan.config_proto, layout).target
     if mode != "train":
         return
     from .hooks import NPUBroadcastGlobalVariablesHook, StartupHook

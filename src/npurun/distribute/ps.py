@@ -108,7 +108,7 @@ def contribute(options, mode, plan, layout: cluster.Layout) -> None:
         run_ps_task(layout)  # blocks: a ps task's train() serves, as with tf.estimator
         return
     plan.config_proto.CopyFrom(cluster.configure(plan.config_proto, layout))
-    cluster.ensure_server(plan.config_proto, layout)
+    plan.target = cluster.ensure_server(plan.config_proto, layout).target
     if mode != "train":
         # Evaluation, prediction and export read a checkpoint: run locally, never on the ps tasks
         # (which may be gone once training has finished).

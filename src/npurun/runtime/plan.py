@@ -30,6 +30,11 @@ class SessionPlan:
       hooks: SessionRunHooks added to the run (dump, profiling, ...).
       device: the device string model ops are placed on ('' lets TensorFlow choose).
       run_timeout_ms: per-run timeout (RunOptions.timeout_in_ms), 0 for none.
+      target: the session target: '' for an in-process session, else the gRPC target of this
+        process's TensorFlow server (a distributed run: several ranks or parameter servers, set by
+        the distribute contributor whether the cluster comes from TF_CONFIG, RANK_TABLE_FILE or
+        RANK_ID / RANK_SIZE). The session must be created on it: collectives and parameter
+        servers are reached only through the server.
     """
 
     config_proto: Any
@@ -38,6 +43,7 @@ class SessionPlan:
     hooks: list = field(default_factory=list)
     device: str = ""
     run_timeout_ms: int = 0
+    target: str = ""
 
     @contextlib.contextmanager
     def environment(self) -> Iterator[None]:
