@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from npurun import NPURunConfig
-from npurun.distribute import cluster, settings
+from npurun.distribute import cluster, ps, settings
 from npurun.distribute.hooks import NPUBroadcastGlobalVariablesHook, StartupHook
 from npurun.distribute.optimizer import NPUDistributedOptimizer, collective_count
 from npurun.distribute.ranks import RankConfigError
@@ -42,7 +42,7 @@ def test_single_process_plan_is_unchanged(servers):
     assert not [h for h in plan.hooks if isinstance(h, (StartupHook, NPUBroadcastGlobalVariablesHook))]
     assert list(plan.config_proto.device_filters) == []
     assert plan.config_proto.experimental.collective_group_leader == ""
-    assert plan.target == ""
+    assert plan.target == "" and plan.wait_for_initialization is None
     assert servers == []
 
 
@@ -57,6 +57,7 @@ def test_two_ranks_train_plan(servers, monkeypatch):
     # the server is started with the same collective settings the session gets
     assert servers and servers[0][0].experimental.collective_group_leader == proto.experimental.collective_group_leader
     assert plan.target == "grpc://127.0.0.1:2"  # this task's server
+    assert plan.wait_for_initialization is None
 
 
 def test_eval_plan_gets_the_runtime_but_no_hooks(servers, monkeypatch):
@@ -178,8 +179,30 @@ def test_parameter_server_plans(servers, monkeypatch):
     assert v.op.device == "/job:ps/task:0"
     assert graph.get_operation_by_name("mul").device == "/job:worker/replica:0/task:1"
     assert train.target == "grpc://127.0.0.1:2"
-    # evaluation and export run locally from the checkpoint
-    assert list(build_plan(config.options, "eval").config_proto.device_filters) == ["/job:worker/replica:0/task:1"]
+    # worker 1 is not the chief: it waits for the chief's initialisation through the readiness op
+    # the transforms added (no initializer of its own is changed)
+    assert train.wait_for_initialization is not None
+    assert graph.get_collection(ps.READY_COLLECTION) == [ps.uninitialized_variables(graph)]
+    assert v.initializer.type == "AssignVariableOp"
+    # evaluation and export run locally from the checkpoint, and initialise nothing shared
+    evaluation = build_plan(config.options, "eval")
+    assert list(evaluation.config_proto.device_filters) == ["/job:worker/replica:0/task:1"]
+    assert evaluation.wait_for_initialization is None
+
+
+def test_parameter_server_chief_initialises(servers, monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"],
+                                                            "ps": ["127.0.0.1:3"]},
+                                                "task": {"type": "worker", "index": 0}}))
+    config = NPURunConfig(distribute=tf.compat.v1.distribute.experimental.ParameterServerStrategy())
+    train = build_plan(config.options, "train")
+    assert train.wait_for_initialization is None
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.get_variable("v", initializer=1.0)
+    for transform in train.graph_transforms:
+        transform(graph, "train")
+    assert graph.get_collection(ps.READY_COLLECTION) == []
 
 
 def test_evaluator_task_runs_alone(servers, monkeypatch):

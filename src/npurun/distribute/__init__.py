@@ -26,6 +26,7 @@ _LAZY = {
     "broadcast_global_variables": ("npurun.distribute.hooks", "broadcast_global_variables"),
     "StartupTimeoutError": ("npurun.distribute.errors", "StartupTimeoutError"),
     "CollectiveTimeoutError": ("npurun.distribute.errors", "CollectiveTimeoutError"),
+    "InitializationTimeoutError": ("npurun.distribute.errors", "InitializationTimeoutError"),
 }
 
 

@@ -16,7 +16,8 @@ Rules:
   the option, else HCCL_EXEC_TIMEOUT, else 1800 s), then what happened, the usual causes and
   TensorFlow's own reason line. The error has `rank_id`, `rank_size`, `timeout` attributes and the
   original error as `__cause__`.
-- `StartupTimeoutError` is the start-up's own error (see `cluster`).
+- `StartupTimeoutError` is the start-up's own error (see `cluster`); `InitializationTimeoutError`
+  (a kind of it) is a parameter-server worker whose chief did not initialise the variables in time.
 
 Plain Python: TensorFlow errors are recognised by their class names, so importing this module does
 not import TensorFlow.
@@ -36,6 +37,13 @@ class StartupTimeoutError(RuntimeError):
     def __init__(self, message: str, missing: tuple = ()):
         super().__init__(message)
         self.missing = missing  # rank ids that never became reachable
+
+
+class InitializationTimeoutError(StartupTimeoutError):
+    """A parameter-server worker waited in vain for the chief to initialise the shared variables.
+
+    `missing` holds the names of the variables still uninitialised when the wait ended.
+    """
 
 
 class CollectiveTimeoutError(RuntimeError):

@@ -13,26 +13,33 @@ Rules:
   rank has finished.
 - Worker sessions see only their own task and the ps tasks (`device_filters`), and the start-up
   waits (bounded) for the ps tasks and the other workers.
-- Variables are initialised once, by whichever worker comes first: each variable's initializer
-  becomes "initialise if not yet initialised", so a worker that starts late does not reset
-  variables another worker is already training. (Two workers initialising at the same instant
-  both write initial values before either trains.)
+- Only the chief (rank 0: the `chief` task, else worker 0) initialises or restores the shared
+  variables. Every other worker waits for it as TensorFlow's SessionManager.wait_for_session
+  does: it polls `tf.compat.v1.report_uninitialized_variables(global_variables())` until the list
+  is empty (`wait_for_initialization`), then runs only its local initialisers. The wait is bounded
+  by the start-up timeout (HCCL_CONNECT_TIMEOUT, default 120 s); past it,
+  `InitializationTimeoutError` names the chief and the variables still uninitialised. So a worker
+  that starts late never resets variables that are already being trained.
 - Evaluation, prediction and export sessions on a worker run locally from the checkpoint (their
   sessions do not see the ps tasks).
 - Within the Estimator the placement is applied to the finished training graph (a graph transform
   applying the replica_device_setter's choice to every op, colocated ops following their
   variable), because the Estimator's `plan.device` is a device string, not a device function.
   Ops inside a device loop's body (iterations_per_loop > 1) are placed by TensorFlow; use
-  iterations_per_loop=1 in PS mode.
+  iterations_per_loop=1 in PS mode. A non-chief worker's training plan gets the readiness op
+  (a graph transform) and `plan.wait_for_initialization`, which the session's creator calls in
+  place of initialising or restoring the global variables.
 """
 from __future__ import annotations
 
 import logging
+import time
 from typing import Optional
 
 import tensorflow as tf
 
-from . import cluster
+from . import cluster, settings
+from .errors import InitializationTimeoutError
 
 _v1 = tf.compat.v1
 logger = logging.getLogger("npurun")
@@ -82,24 +89,79 @@ def place_graph(graph, layout: Optional[cluster.Layout] = None) -> None:
                 break
 
 
-def initialize_once(graph) -> None:
-    """Make every global (resource) variable's initializer assign only when the variable is not yet
-    initialised, so `global_variables_initializer()` is safe to run on every worker."""
+READY_COLLECTION = "npurun_ps_uninitialized_variables"
+POLL_SECONDS = 0.5  # between two readiness checks (SessionManager's recovery_wait_secs is 30 s)
+
+
+def is_chief(layout: Optional[cluster.Layout] = None) -> bool:
+    """Whether this worker initialises the shared variables (rank 0: the chief task, else worker 0)."""
+    layout = layout or cluster.read_layout()
+    return layout.rank_id == 0
+
+
+def uninitialized_variables(graph=None):
+    """`tf.compat.v1.report_uninitialized_variables` over the graph's global variables: a string
+    tensor of the names still uninitialised (empty once the chief has initialised them).
+
+    Built once per graph (later calls return the same tensor); the graph must not be finalised
+    the first time.
+    """
+    graph = graph or _v1.get_default_graph()
+    existing = graph.get_collection(READY_COLLECTION)
+    if existing:
+        return existing[0]
+    if graph.finalized:
+        raise RuntimeError("ps.uninitialized_variables: the graph is finalized; build the readiness op first "
+                           "(call ps.uninitialized_variables(graph) before finalizing it)")
     with graph.as_default():
-        for var in graph.get_collection(_v1.GraphKeys.GLOBAL_VARIABLES):
-            if getattr(var, "_npurun_init_once", False) or not hasattr(var, "handle"):
-                continue  # already done, or a reference variable (cannot be assigned inside a cond)
+        report = _v1.report_uninitialized_variables(_v1.global_variables(), name="npurun_ps_ready")
+    graph.add_to_collection(READY_COLLECTION, report)
+    return report
 
-            def assign(var=var):
-                # The assignment is created inside the branch, so it runs only when taken.
-                with tf.control_dependencies([_v1.assign(var, var.initial_value)]):
-                    return tf.constant(True)
 
-            with tf.name_scope(var.op.name + "/init_once"), tf.device(var.device):
-                # The check and the assignment run where the variable lives (the ps task).
-                assigned = tf.cond(var.is_initialized(), lambda: tf.constant(False), assign)
-            var._initializer_op = assigned.op
-            var._npurun_init_once = True
+def wait_for_initialization(session, timeout: Optional[float] = None, layout: Optional[cluster.Layout] = None,
+                            poll_seconds: float = POLL_SECONDS) -> float:
+    """Block until every global variable of `session.graph` is initialised (by the chief); the
+    seconds waited.
+
+    First waits (bounded) for the peers' servers, then runs `uninitialized_variables` every
+    `poll_seconds` s. `timeout` (default: the start-up timeout, HCCL_CONNECT_TIMEOUT) bounds the
+    whole wait; past it, `InitializationTimeoutError` names this worker, the chief and the
+    variables still uninitialised (its `missing` holds their names).
+    """
+    layout = layout or cluster.read_layout()
+    timeout = settings.startup_timeout() if timeout is None else timeout
+    report = uninitialized_variables(session.graph)
+    start = time.monotonic()
+    if cluster.is_distributed(layout):
+        cluster.wait_for_peers(layout, timeout)
+    while True:
+        try:
+            missing = [name.decode() for name in session.run(report)]
+        except tf.errors.FailedPreconditionError as err:  # as SessionManager: "uninitialized" is not ready
+            if "uninitialized" not in str(err):
+                raise
+            missing = ["(a variable reported uninitialized by TensorFlow)"]
+        if not missing:
+            return time.monotonic() - start
+        elapsed = time.monotonic() - start
+        if elapsed >= timeout:
+            raise InitializationTimeoutError(_not_initialized_message(layout, missing, timeout), missing=tuple(missing))
+        time.sleep(max(0.0, min(poll_seconds, timeout - elapsed)))
+
+
+def _not_initialized_message(layout: cluster.Layout, missing: list, timeout: float) -> str:
+    who = (f"worker rank {layout.rank_id} of {layout.rank_size}" if layout.rank_id is not None
+           else layout.local_task)
+    if layout.rank_tasks:
+        job, index = layout.rank_tasks[0]
+        chief = f"the chief (rank 0, {layout.rank_device(0)} at {layout.cluster[job][index]})"
+    else:
+        chief = "the chief (rank 0)"
+    shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+    return (f"{who}: {chief} did not initialise the shared variables within the start-up timeout of "
+            f"{timeout:g} s (HCCL_CONNECT_TIMEOUT): still uninitialised: {shown}. Check that the chief is "
+            f"running and not failing, or raise HCCL_CONNECT_TIMEOUT if restoring its checkpoint takes longer")
 
 
 def contribute(options, mode, plan, layout: cluster.Layout) -> None:
@@ -117,7 +179,10 @@ def contribute(options, mode, plan, layout: cluster.Layout) -> None:
         plan.config_proto.device_filters.extend(filters)
         return
     plan.graph_transforms.append(lambda graph, mode_: place_graph(graph, layout))
-    plan.graph_transforms.append(lambda graph, mode_: initialize_once(graph))
+    if not is_chief(layout):
+        # The readiness op joins the graph before it is finalised; the session's creator waits on it.
+        plan.graph_transforms.append(lambda graph, mode_: uninitialized_variables(graph))
+        plan.wait_for_initialization = lambda session: wait_for_initialization(session, layout=layout)
     from .hooks import StartupHook
 
     plan.hooks.append(StartupHook())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Optional
 
 import tensorflow as tf
 
@@ -35,6 +35,12 @@ class SessionPlan:
         the distribute contributor whether the cluster comes from TF_CONFIG, RANK_TABLE_FILE or
         RANK_ID / RANK_SIZE). The session must be created on it: collectives and parameter
         servers are reached only through the server.
+      wait_for_initialization: None, or a function `(session) -> None` for a session whose global
+        variables another task initialises (a non-chief parameter-server worker). Then the
+        session's creator must not initialise or restore global variables: it runs the input
+        initialiser, calls `wait_for_initialization(session)` (returns once they are initialised,
+        raises `InitializationTimeoutError` after a bounded wait), then runs only the local
+        initialisers (local variables and tables).
     """
 
     config_proto: Any
@@ -44,6 +50,7 @@ class SessionPlan:
     device: str = ""
     run_timeout_ms: int = 0
     target: str = ""
+    wait_for_initialization: Optional[Callable[[Any], None]] = None
 
     @contextlib.contextmanager
     def environment(self) -> Iterator[None]:

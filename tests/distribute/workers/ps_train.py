@@ -1,10 +1,13 @@
 """Parameter-server training of a linear regression: a ps task serves, workers train asynchronously.
 
-argv: STEPS BATCH. Workers: variables placed by ps.device_setter(), initialised once
-(ps.initialize_once), plain SGD on this worker's shard for STEPS steps, a collective barrier
-between the workers, then the final weights (read from the ps) are written. The ps task serves
-until worker 0 writes OUT/done.
+argv: STEPS BATCH. Workers: variables placed by ps.device_setter(); the chief (worker 0) waits
+CHIEF_INIT_DELAY seconds (env, default 0) after the start-up and initialises them, worker 1 waits
+for that (ps.wait_for_initialization) and never runs an initializer; plain SGD on this worker's
+shard for STEPS steps, a collective barrier between the workers, then the final weights (read from
+the ps) are written with the times of the chief's initialisation and of worker 1's wait. The ps
+task serves until worker 0 writes OUT/done.
 """
+import os
 import sys
 import time
 
@@ -38,19 +41,25 @@ with graph.as_default(), v1.device(ps.device_setter(layout)):
     step = v1.train.get_or_create_global_step()
     loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
     train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
-    ps.initialize_once(graph)
     init = v1.global_variables_initializer()
     done = cluster.barrier_op(60)
     read = cluster.barrier_op(60)
 devices = sorted({(op.type, op.device) for op in graph.get_operations() if op.type == "VarHandleOp"})
 session = cluster.create_session(graph=graph)
-session.run(init)
+timing = {}
+if ps.is_chief(layout):
+    time.sleep(float(os.environ.get("CHIEF_INIT_DELAY", "0")))
+    timing["init_started_at"] = time.time()
+    session.run(init)
+else:
+    timing["waited"] = ps.wait_for_initialization(session)
+    timing["ready_at"] = time.time()
 for i in range(steps):
     rows = [(i * batch + k) % len(shard_x) for k in range(batch)]
     session.run(train_op, {x: shard_x[rows], y: shard_y[rows]})
 session.run(done)  # both workers finished: the ps holds the final values
 report = {"w": session.run(w).tolist(), "b": float(session.run(b)), "global_step": int(session.run(step)),
-          "var_devices": [d for _, d in devices]}
+          "var_devices": [d for _, d in devices], **timing}
 session.run(read)  # both workers have read them: the ps may stop
 write(report)
 if RANK == 0:
