@@ -211,3 +211,25 @@ def test_only_the_chief_writes_checkpoints_and_summaries(make_config, model_dir,
     monkeypatch.setattr(type(config), "is_chief", property(lambda self: False))
     NPUEstimator(model_fn, model_dir=model_dir, config=config).train(input_fn_for(X, Y), steps=4)
     assert not os.path.exists(model_dir) or not os.listdir(model_dir)
+
+
+def test_relative_model_dir_state_file_holds_basenames_that_tensorflow_resolves(make_config, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    est = NPUEstimator(model_fn, model_dir="model", config=make_config(save_checkpoints_steps=2,
+                                                                       keep_checkpoint_max=2))
+    est.train(input_fn_for(X, Y), steps=4)
+    # As tf.compat.v1.train.Saver writes them: relative to the model_dir, so the directory can be
+    # read from any working directory (and moved).
+    state = (tmp_path / "model" / "checkpoint").read_text()
+    assert 'model_checkpoint_path: "model.ckpt-4"' in state
+    assert 'all_model_checkpoint_paths: "model.ckpt-2"' in state and ".." not in state
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert tf.train.latest_checkpoint("../model") == os.path.join("..", "model", "model.ckpt-4")
+    assert tf.train.latest_checkpoint(str(tmp_path / "model")) == str(tmp_path / "model" / "model.ckpt-4")
+    # npurun resumes from it, and retention continues from the window the state file records.
+    monkeypatch.chdir(tmp_path)
+    est.train(input_fn_for(X, Y), steps=2)
+    assert checkpoint_steps("model") == [4, 6]
+    assert tf.train.get_checkpoint_state("model").all_model_checkpoint_paths == ["model/model.ckpt-4",
+                                                                              "model/model.ckpt-6"]

@@ -250,8 +250,14 @@ class CheckpointWriter:
         return evicted
 
     def _write_state(self) -> None:
+        """Write the state file with paths relative to the model directory (`model.ckpt-N`), as
+        tf.compat.v1.train.Saver does, so TensorFlow resolves them from any working directory.
+
+        The directory is passed to TensorFlow as an absolute path: given a relative one, TensorFlow
+        re-relativises the (already relative) paths against it and writes `../model.ckpt-N`.
+        """
         paths = [os.path.relpath(p, self._dir) for p, _ in self._kept]
         tf.compat.v1.train.update_checkpoint_state(
-            self._dir, paths[-1], all_model_checkpoint_paths=paths,
+            os.path.abspath(self._dir), paths[-1], all_model_checkpoint_paths=paths,
             all_model_checkpoint_timestamps=[t for _, t in self._kept],
             last_preserved_timestamp=self._next_keep_time - (self._keep_secs or 0.0))
