@@ -160,15 +160,24 @@ def local_init_op(graph):
 
 
 def start(sess, graph_ops: Any, saver, model_dir: str, checkpoint_path: Optional[str] = None,
-          quarantine: bool = False, resume_input: bool = False) -> Optional[str]:
+          quarantine: bool = False, resume_input: bool = False,
+          wait_for_initialization: Optional[Callable] = None) -> Optional[str]:
     """Initialise a new session: restore (the given or newest checkpoint) or initialise variables.
 
     `graph_ops` is (init_op, local_init_op, input_initializer or None); `saver` a Saver or a list
     of them (see checkpoints.restore). Returns the restored
     checkpoint prefix, or None when variables were freshly initialised. `quarantine`,
-    `resume_input`: see checkpoints.restore_newest.
+    `resume_input`: see checkpoints.restore_newest. `wait_for_initialization(sess)`, when given
+    (a non-chief parameter-server worker, see SessionPlan), waits for another task to initialise
+    or restore the global variables instead.
     """
     full_init, local_init, input_init = graph_ops
+    if wait_for_initialization is not None:
+        if input_init is not None:
+            sess.run(input_init)
+        wait_for_initialization(sess)
+        sess.run(local_init)
+        return None
     savers = list(saver) if isinstance(saver, (list, tuple)) else [saver]
     if input_init is not None:
         # Before restoring: a checkpointed input position (if saved) overrides the fresh one.

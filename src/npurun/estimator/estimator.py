@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from ..config import NPURunConfig
 from ..debug.exception_dump import exception_dump
+from ..distribute import errors as distribute_errors
 from ..runtime.plan import build_plan
 from . import building, checkpoints, export as export_lib, training_graph
 from .hooks import HookRunner
@@ -147,7 +148,7 @@ class NPUEstimator:
                 values = {key: pair[0] for key, pair in metrics.items()}
                 runner, saver, ops = _prepare_restore(built, holder, hooks, spec.evaluation_hooks, plan)
             built.graph.finalize()
-            with built.session(self._config.master) as sess:
+            with built.session(plan.target) as sess, distribute_errors.explained(self._config):
                 building.start(sess, ops, saver, self._model_dir, checkpoint_path=path)
                 runner.after_create_session(sess)
                 with exception_dump(self._config.options, sess, feed_dict=None, mode=ModeKeys.EVAL):
@@ -189,7 +190,7 @@ class NPUEstimator:
             with built.graph.as_default():
                 runner, saver, ops = _prepare_restore(built, holder, hooks, spec.prediction_hooks, plan)
             built.graph.finalize()
-            with built.session(self._config.master) as sess:
+            with built.session(plan.target) as sess:
                 building.start(sess, ops, saver, self._model_dir, checkpoint_path=path)
                 runner.after_create_session(sess)
                 options = built.run_options()

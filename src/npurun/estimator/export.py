@@ -121,7 +121,7 @@ def export(estimator, plan, export_dir_base, serving_input_receiver_fn, checkpoi
             saver = built.saver()
             local_init = building.local_init_op(built.graph)
         export_dir, temp_dir = _new_export_dirs(export_dir_base)
-        with built.session(estimator.config.master) as sess:
+        with built.session(plan.target) as sess:
             saver.restore(sess, checkpoint_path)
             sess.run(local_init)
             builder = _v1.saved_model.Builder(temp_dir)

@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..debug.exception_dump import exception_dump
-from ..distribute import feed
+from ..distribute import errors as distribute_errors, feed
 from ..runtime import compilation, dynamic_inputs
 from . import building, checkpoints, device_loop, host_values
 from .hooks import HookRunner
@@ -89,8 +89,9 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                                                     options["keep_checkpoint_every_n_hours"], saving_listeners)
                        if saving else None)
         try:
-            with built.session(config.master) as sess:
-                building.start(sess, start_ops, savers, model_dir, quarantine=saving, resume_input=True)
+            with built.session(plan.target) as sess, distribute_errors.explained(config):
+                building.start(sess, start_ops, savers, model_dir, quarantine=saving, resume_input=True,
+                               wait_for_initialization=plan.wait_for_initialization)
                 start_step = int(sess.run(program.global_step))
                 last_step = start_step + steps if steps is not None else max_steps
                 if last_step is not None and start_step >= last_step:
