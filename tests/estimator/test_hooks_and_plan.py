@@ -164,3 +164,17 @@ def test_op_wait_timeout_ends_a_blocked_op(make_config, model_dir):
         est.train(input_fn_for(X, Y), steps=1)
     assert time.monotonic() - start < 30
     assert est.last_plan.config_proto.operation_timeout_in_ms == 1000
+
+
+def test_dynamic_input_ranges_check_the_estimators_training_batches(make_config, model_dir):
+    ranges = "getnext:[2~8,4],[2~8]"
+    config = make_config(dynamic_input=True, dynamic_inputs_shape_range=ranges, save_checkpoints_steps=1)
+    est = NPUEstimator(model_fn, model_dir=model_dir, config=config)
+    est.train(input_fn_for(X, Y, batch=8), steps=2)  # in range
+    assert est.get_variable_value("global_step") == 2
+    out_of_range = NPUEstimator(model_fn, model_dir=model_dir + "_big", config=config)
+    with pytest.raises(tf.errors.InvalidArgumentError) as caught:
+        out_of_range.train(input_fn_for(X, Y, batch=16), steps=2)
+    message = caught.value.message
+    assert "getnext input 0 (0/x), dimension 0: size" in message and "[16]" in message and "is outside 2~8" in message
+    assert tf.train.latest_checkpoint(model_dir + "_big") is None
