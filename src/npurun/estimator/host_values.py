@@ -175,6 +175,10 @@ def combine(*host_calls) -> Optional[tuple]:
     return combined, tensors
 
 
+class InnerTensorError(ValueError):
+    """A hook fetches a tensor that model_fn built inside a device loop or compiled step."""
+
+
 class InnerFetches:
     """Translates hook fetches of tensors built in a loop body or compiled step (module doc).
 
@@ -192,17 +196,19 @@ class InnerFetches:
 
     def adopt(self, hooks) -> None:
         """Before the hooks' begin(): replace the inner tensors hooks hold (LoggingTensorHook's
-        tensors, NanTensorHook's loss, ...) by their host-side tensors, or fail naming them."""
+        tensors, NanTensorHook's loss, ...) by their host-side tensors, or fail naming them.
+        Attributes holding no inner tensor are left as they are (the same objects)."""
         for hook in hooks:
             for name, value in list(vars(hook).items()):
-                if isinstance(value, (tf.Tensor, tf.Operation, dict, list, tuple)):
-                    try:
-                        translated = tf.nest.map_structure(lambda f: self._one(hook, f, resolve=False), value)
-                    except (TypeError, ValueError) as error:
-                        if isinstance(error, ValueError) and "cannot be fetched from the host" in str(error):
-                            raise
-                        continue  # not a structure of graph elements
-                    setattr(hook, name, translated)
+                if not isinstance(value, (tf.Tensor, tf.Operation, dict, list, tuple)):
+                    continue
+                try:
+                    leaves = tf.nest.flatten(value)
+                except (TypeError, ValueError):
+                    continue  # not a structure tf.nest understands
+                if any(isinstance(leaf, (tf.Tensor, tf.Operation)) and is_inner(leaf, self.graph)
+                       for leaf in leaves):
+                    setattr(hook, name, tf.nest.map_structure(lambda f: self._one(hook, f, resolve=False), value))
 
     def translate(self, hook, fetches):
         entry = self._cache.get(id(fetches))
@@ -220,7 +226,7 @@ class InnerFetches:
             known = self.known.get(_key(element))
             if known is not None:
                 return known
-            raise ValueError(
+            raise InnerTensorError(
                 f"{type(hook).__name__} fetches {element.name}, which model_fn built {self.where}; such "
                 f"tensors cannot be fetched from the host. Fetch the loss (npurun gives its last value), "
                 f"pass the tensor through NPUEstimatorSpec(host_call=...) or a tf.compat.v1.summary, or "
