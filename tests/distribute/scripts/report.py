@@ -1,7 +1,7 @@
 """Launcher test script (no TensorFlow): print the rank environment; behave as argv says.
 
 argv: MODE [SECONDS]. MODE: ok (exit 0), fail1 (rank 1 exits 3 after SECONDS, others sleep 60),
-ps_serves (ps tasks sleep forever, ranks exit 0), sleep (sleep 60).
+ps_serves (ps tasks sleep forever, ranks exit 0 after 2 s), sleep (sleep 60).
 """
 import json
 import os
@@ -23,3 +23,7 @@ if mode == "fail1" and task == {"type": "worker", "index": 1}:
     sys.exit(3)
 if mode in ("fail1", "sleep") or (mode == "ps_serves" and task["type"] == "ps"):
     time.sleep(60)
+if mode == "ps_serves":
+    # Give the ps task (started with the ranks) time to print its environment before the ranks
+    # finish and the launcher stops it: otherwise the test races the ps interpreter's start-up.
+    time.sleep(2)
