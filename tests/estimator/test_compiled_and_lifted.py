@@ -8,7 +8,7 @@ import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
 from estimator_helpers import FEATURES, input_fn_for, make_data
-from npurun.estimator import EstimatorSpec, NPUEstimator
+from npurun.estimator import EstimatorSpec, NPUEstimator, NPUEstimatorSpec
 
 v1 = tf.compat.v1
 X, Y = make_data()
@@ -153,6 +153,67 @@ def test_model_fn_summaries_are_written_where_they_cannot_run(make_config, model
     assert histograms["w2_values"] == wanted
 
 
+def _histogram_sums(model_dir, tag):
+    acc = event_accumulator.EventAccumulator(model_dir, size_guidance={"histograms": 0})
+    acc.Reload()
+    return [e.histogram_value.sum for e in acc.Histograms(tag)]
+
+
+@pytest.mark.parametrize("mode", [dict(iterations_per_loop=5), dict(jit_compile="true", iterations_per_loop=5)],
+                         ids=["loop", "compiled-loop"])
+def test_summaries_of_variables_show_each_steps_value(make_config, model_dir, mode):
+    _train(make_config, model_dir, 5, save_summary_steps=1, **mode)
+    sums = _histogram_sums(model_dir, "w2_values")
+    assert len(sums) == 5 and len(set(sums)) == 5, "each step of the loop wrote the weights it saw"
+
+
+def test_dict_host_call_and_model_fn_summaries_together_in_a_loop(make_config, model_dir):
+    def host_fn(loss, scaled):
+        return [v1.summary.scalar("host_loss", loss), v1.summary.scalar("host_scaled", scaled)]
+
+    def model_fn_with_host_call(features, labels, mode, params):
+        spec = model_fn(features, labels, mode, params)
+        return NPUEstimatorSpec(mode, loss=spec.loss, train_op=spec.train_op,
+                                host_call=(host_fn, {"scaled": 3.0 * spec.loss, "loss": spec.loss}))
+
+    est = NPUEstimator(model_fn_with_host_call, model_dir=model_dir,
+                       config=make_config(iterations_per_loop=4, save_summary_steps=2, save_checkpoints_steps=0))
+    est.train(input_fn_for(X, Y), steps=8)
+    scalars, histograms = _events(model_dir)
+    assert sorted(scalars["host_loss"]) == sorted(scalars["model_loss"]) == [2, 4, 6, 8]
+    for step in (2, 4, 6, 8):  # keyword arguments matched by name, summaries of the same step
+        assert scalars["host_loss"][step] == pytest.approx(scalars["model_loss"][step], rel=1e-6)
+        assert scalars["host_scaled"][step] == pytest.approx(3 * scalars["loss"][step], rel=1e-5)
+    assert histograms["w2_values"] == [2, 4, 6, 8]
+
+
+@pytest.mark.parametrize("iterations", [1, 4])
+def test_compiled_training_without_labels(make_config, model_dir, iterations):
+    def unsupervised_model_fn(features, mode):
+        w = v1.get_variable("w", [FEATURES, 2], initializer=v1.glorot_uniform_initializer(seed=1))
+        loss = tf.reduce_mean(tf.square(tf.matmul(features["x"], w)))
+        return EstimatorSpec(mode, loss=loss, train_op=v1.train.GradientDescentOptimizer(0.01).minimize(
+            loss, global_step=v1.train.get_global_step()))
+
+    ops = OpTypesHook()
+    est = NPUEstimator(unsupervised_model_fn, model_dir=model_dir,
+                       config=make_config(jit_compile="true", iterations_per_loop=iterations))
+    est.train(input_fn_for(X), steps=8, hooks=[ops])
+    assert est.get_variable_value("global_step") == 8
+    assert "XlaLaunch" in ops.ops[-1]
+
+
+class HoldsLogitsHook(v1.train.SessionRunHook):
+    """Keeps model_fn's logits without fetching them (allowed)."""
+
+    def __init__(self, loss, logits):
+        self.logits = logits
+        self.runs = 0
+
+    def after_run(self, run_context, run_values):
+        self.runs += 1
+
+
 def test_summary_without_static_shape_in_a_loop_warns_and_is_left_out(make_config, model_dir):
     with pytest.warns(UserWarning, match="batch_logits.*static shape"):
         _train(make_config, model_dir, 10, save_summary_steps=5, iterations_per_loop=5,
@@ -179,6 +240,13 @@ def test_hook_fetching_another_inner_tensor_is_a_clear_error(make_config, model_
     with pytest.raises(ValueError, match="LogitsFetchHook fetches .*MatMul_1.* built inside the"):
         _train(make_config, model_dir, 8, params=params, **mode)
     assert tf.train.latest_checkpoint(model_dir) is None
+
+
+def test_hook_holding_an_inner_tensor_without_fetching_it_is_fine(make_config, model_dir):
+    hooks = []
+    params = {"hooks": [lambda loss, logits: hooks.append(HoldsLogitsHook(loss, logits)) or hooks[-1]]}
+    _train(make_config, model_dir, 8, params=params, iterations_per_loop=4)
+    assert hooks[0].runs == 2
 
 
 def test_logging_tensor_hook_on_the_loss_works_in_a_loop(make_config, model_dir):
@@ -252,3 +320,12 @@ def test_compiled_loop_resumes_after_a_crash_where_the_input_stopped(make_config
     assert got["global_step"] == want["global_step"] == 16
     for name in ("w1", "w2"):
         np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-7)
+
+
+def test_logging_tensor_hook_on_another_inner_tensor_is_a_clear_error(make_config, model_dir):
+    def logging_hook(loss, logits):
+        return v1.train.LoggingTensorHook({"logits": logits}, every_n_iter=1)
+
+    with pytest.raises(ValueError, match="LoggingTensorHook fetches .*MatMul_1.* built inside the device loop") as caught:
+        _train(make_config, model_dir, 8, params={"hooks": [logging_hook]}, iterations_per_loop=4)
+    assert type(caught.value).__name__ == "InnerTensorError"

@@ -3,7 +3,8 @@
 Every mode (train, eval, predict, export) goes through `ModeGraph`: a fresh tf.Graph with the
 config's random seed, the global step, the input (on the host CPU), model_fn's ops under
 `plan.device`, then `plan.graph_transforms`. The session is created with `plan.config_proto`
-and the config's `master` target; callers keep `plan.environment()` open around all of it.
+on `plan.target` (this process's server in a distributed run, else in-process); callers keep
+`plan.environment()` open around all of it.
 """
 from __future__ import annotations
 

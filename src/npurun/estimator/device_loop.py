@@ -31,7 +31,7 @@ from typing import Any, Callable, List, Optional
 import numpy as np
 import tensorflow as tf
 
-from . import host_values
+from . import compiled_step, host_values
 from .inputs import split_element
 from .spec import ModeKeys
 
@@ -79,8 +79,7 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
     # float32), written by the same op, so a loop the input ended inside says how far it got.
     loss_buffer = _buffer("loss", tf.TensorSpec([], tf.float32), iterations + 1)
 
-    def train_step(i, element):
-        features, labels = split_element(element)
+    def train_step(i, features, labels):
         with host_values.lifting(static_shapes=True) as lifted:
             spec = estimator.call_model_fn(features, labels, ModeKeys.TRAIN)
         host_call = host_values.combine(spec.host_call, lifted.host_call())
@@ -104,10 +103,10 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
             # loop overlap and a step could read variables before the previous step's update.
             with tf.control_dependencies([i]):
                 if compile_loop is None:
-                    element = inp.iterator.get_next()
-                else:
-                    element = tf.nest.pack_sequence_as(structure, [t[i] for t in stacked])
-            with tf.control_dependencies([train_step(i, element)]):
+                    features, labels = split_element(inp.iterator.get_next())
+                else:  # iteration i's slice of the N stacked elements
+                    features, labels = compiled_step.repack(structure, leaves, positions, [t[i] for t in stacked])
+            with tf.control_dependencies([train_step(i, features, labels)]):
                 return (i + 1,)
 
         # A static trip count lets XLA compile the loop; the plain loop does without its extra counter.
@@ -119,8 +118,9 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
     if compile_loop is None:
         count = run_loop()
     else:
-        structure = inp.features if inp.labels is None else (inp.features, inp.labels)
-        count = compile_loop(run_loop, tf.nest.flatten(structure))
+        structure = (inp.features, inp.labels)
+        leaves, positions = compiled_step.tensor_leaves(structure)
+        count = compile_loop(run_loop, [leaves[k] for k in positions])
     with tf.control_dependencies([count]):
         step_after = global_step.read_value()
         losses = loss_buffer.read_value()[:iterations]

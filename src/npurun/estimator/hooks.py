@@ -14,9 +14,12 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 import tensorflow as tf
+
+if TYPE_CHECKING:
+    from .inner_fetches import InnerFetches
 
 _v1 = tf.compat.v1
 NEVER = math.inf
@@ -28,11 +31,11 @@ class HookRunner:
     A hook may define `is_idle() -> bool`, asked once after `begin()`: an idle hook (for example
     one that found nothing to watch in the graph) still gets `after_create_session` and `end`,
     but is left out of the runs, so it does not slow every step down. The runner is false when
-    no hook takes part in runs. `inner` (a host_values.InnerFetches) translates fetches of
+    no hook takes part in runs. `inner` (an inner_fetches.InnerFetches) translates fetches of
     tensors built inside a device loop or compiled step.
     """
 
-    def __init__(self, hooks: Iterable, inner=None):
+    def __init__(self, hooks: Iterable, inner: Optional["InnerFetches"] = None):
         self.all_hooks = list(hooks)
         self.inner = inner
         self.hooks = list(self.all_hooks)  # those called around runs

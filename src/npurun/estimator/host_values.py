@@ -1,22 +1,19 @@
-"""Values that must leave a device loop or a compiled step for the host: summaries and hook fetches.
+"""model_fn's summaries where they cannot run: in a device loop's body or an XLA-compiled step.
 
 With `iterations_per_loop` > 1, model_fn is called inside a `tf.while_loop` body; with whole-step
-XLA compilation (`jit_compile="true"`, `mix_compile_mode=False`) inside an XLA computation. Ops
-built there cannot be fetched by a Session.run. Two things users build in model_fn expect that:
-
-- `tf.compat.v1.summary` ops. `lifting()` collects the summaries model_fn builds and turns them
-  into a host call: their numeric inputs leave the loop (or compiled step) like `host_call`
-  tensors, and the same summary ops are rebuilt on the host and fed those values. So per-step
-  summaries of model_fn are written in every mode, at the steps `save_summary_steps` selects.
-  A summary whose input has no static shape cannot be kept per iteration in a loop; it is
-  dropped with a warning naming it.
-- Hook fetches. `InnerFetches` maps the loss model_fn returned to its value on the host (the last
-  iteration's loss in a loop), and rejects other inner tensors with an error naming the hook and
-  the tensor (instead of TensorFlow's "not an element of this graph").
+XLA compilation (`jit_compile="true"`, `mix_compile_mode=False`) inside an XLA computation. A
+summary op built there can be neither fetched from the host nor compiled. `lifting()` records the
+`tf.compat.v1.summary` calls model_fn makes there and turns them into a host call: their inputs
+leave the loop (or compiled step) like `host_call` tensors, and the same summary ops are built on
+the host and fed those values. So model_fn's summaries are written in every mode, at the steps
+`save_summary_steps` selects, with that step's values. In a loop an input needs a static shape
+(every iteration's value is kept in a fixed-size buffer); a summary without one is left out with
+a warning naming it. `combine` joins that host call with model_fn's own `host_call`.
 """
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional
@@ -24,14 +21,21 @@ from typing import Any, Callable, List, Optional
 import tensorflow as tf
 
 from tensorflow.python.distribute import summary_op_util
+from tensorflow.python.ops import gen_logging_ops
 
 _v1 = tf.compat.v1
 # xla.compile makes every summary call a no-op in its computation; lifting() undoes that.
 _REAL_SKIP_SUMMARY = summary_op_util.skip_summary
-# The op builders tf.compat.v1.summary calls (by module attribute, so replaceable in a scope).
+# The op builders tf.compat.v1.summary calls (by module attribute, so replaceable in a scope),
+# captured once: whatever lifting() installs, these are what it restores and what it replays.
 _SUMMARY_BUILDERS = ("scalar_summary", "histogram_summary", "image_summary", "audio_summary_v2",
                      "tensor_summary_v2")
-_COMPILE_ID_ATTR = "_xla_compile_id"
+_REAL_BUILDERS = {name: getattr(gen_logging_ops, name) for name in _SUMMARY_BUILDERS}
+_REAL_MERGE = gen_logging_ops.merge_summary
+# One lifting scope at a time in the process (re-entrant for nesting in one thread); threads
+# outside the scope that make summaries get the real builders.
+_LOCK = threading.RLock()
+_SCOPES = threading.local()
 
 
 @dataclass
@@ -70,61 +74,98 @@ class Lifted:
         return replay, tensors
 
 
+class _Scope:
+    """One lifting() scope: where model_fn runs (graph and control-flow context) and what it recorded."""
+
+    def __init__(self, static_shapes: bool):
+        graph = _v1.get_default_graph()
+        self.graph, self.context = graph, graph._get_control_flow_context()
+        self.static_shapes = static_shapes
+        self.lifted = Lifted()
+        self.stand_ins = []
+
+    def covers_here(self) -> bool:
+        """True where model_fn's own ops go; not in init_scope or other graphs (summaries built
+        there, like the loss-scale manager's, run on the host as they are)."""
+        graph = _v1.get_default_graph()
+        return graph is self.graph and graph._get_control_flow_context() is self.context
+
+    def record(self, builder_name: str, arguments: dict):
+        builder = _REAL_BUILDERS[builder_name]
+        name = arguments.get("name")
+        numeric, constants, problem = {}, {}, None
+        for key, value in arguments.items():
+            if isinstance(value, tf.Variable):
+                value = tf.convert_to_tensor(value)  # its value at this step, read inside
+            if isinstance(value, tf.Tensor) and value.dtype == tf.string:
+                static = tf.get_static_value(value)
+                if static is None:
+                    problem = f"its string input {key!r} is computed by the model"
+                constants[key] = static
+            elif isinstance(value, tf.Tensor):
+                numeric[key] = value
+            else:
+                constants[key] = value
+        if isinstance(name, str):  # a name scope ("a/b/"): on the host, a plain name TF makes unique
+            constants["name"] = name.rstrip("/").rsplit("/", 1)[-1] or None
+        if problem is None and self.static_shapes and not all(t.shape.is_fully_defined() for t in numeric.values()):
+            problem = "an input has no static shape, which a device loop needs to keep every iteration's value"
+        if problem is None:
+            self.lifted.summaries.append(LiftedSummary(builder, constants, numeric))
+        else:
+            _dropped(name, problem)
+        with tf.init_scope():
+            self.stand_ins.append(tf.constant(b"", name="npurun_lifted_summary"))
+        return self.stand_ins[-1]
+
+
+def _dispatcher(builder_name: str):
+    def build(**arguments):
+        scopes = getattr(_SCOPES, "stack", None)
+        if scopes and scopes[-1].covers_here():
+            return scopes[-1].record(builder_name, arguments)
+        return _REAL_BUILDERS[builder_name](**arguments)
+    return build
+
+
+def _merge(inputs, name=None):
+    scopes = getattr(_SCOPES, "stack", None)
+    if scopes and scopes[-1].covers_here():
+        with tf.init_scope():  # the inputs are stand-ins built outside
+            return _REAL_MERGE(inputs=inputs, name=name)
+    return _REAL_MERGE(inputs=inputs, name=name)
+
+
 @contextlib.contextmanager
 def lifting(static_shapes: bool):
-    """Record the `tf.compat.v1.summary` calls made inside; yields a `Lifted`.
+    """Record the `tf.compat.v1.summary` calls model_fn makes inside; yields a `Lifted`.
 
-    No summary op is built inside (XLA cannot compile one, and a loop body's ops cannot be
-    fetched): each call is recorded and returns an empty summary string built outside. Their
-    numeric inputs then leave the loop or computation through the host call. `static_shapes`:
-    whether numeric inputs need a static shape (a device loop keeps every iteration's values in
-    fixed-size buffers); a summary without one is dropped with a warning.
+    Enter it where model_fn is called (inside the loop body or the compiled computation). No
+    summary op is built there: each call is recorded and returns an empty summary string built
+    outside. `static_shapes`: whether inputs need a static shape (device loops).
     """
-    from tensorflow.python.ops import gen_logging_ops
-
-    lifted = Lifted()
-    stand_ins = []
-    originals = {name: getattr(gen_logging_ops, name) for name in _SUMMARY_BUILDERS}
-    original_merge = gen_logging_ops.merge_summary
-
-    def recorder(builder):
-        def record(**arguments):
-            name = arguments.get("name")
-            numeric = {k: v for k, v in arguments.items() if isinstance(v, tf.Tensor) and v.dtype != tf.string}
-            constants = {k: v for k, v in arguments.items() if k not in numeric}
-            if isinstance(name, str):  # a name scope ("a/b/"): on the host, a plain name TF can make unique
-                constants["name"] = name.rstrip("/").rsplit("/", 1)[-1] or None
-            if any(isinstance(v, tf.Tensor) for v in constants.values()):
-                _dropped(name, "its tag is a tensor, not a constant")
-            elif static_shapes and not all(t.shape.is_fully_defined() for t in numeric.values()):
-                _dropped(name, "an input has no static shape, which a device loop needs to keep every "
-                               "iteration's value")
-            else:
-                lifted.summaries.append(LiftedSummary(builder, constants, numeric))
-            with tf.init_scope():
-                stand_ins.append(tf.constant(b"", name="npurun_lifted_summary"))
-            return stand_ins[-1]
-        return record
-
-    def merge(inputs, name=None):
-        with tf.init_scope():  # the inputs are the stand-ins built outside
-            return original_merge(inputs=inputs, name=name)
-
-    skip = summary_op_util.skip_summary
-    try:
+    with _LOCK:
+        stack = _SCOPES.__dict__.setdefault("stack", [])
+        scope = _Scope(static_shapes)
+        if not stack:
+            for builder_name in _SUMMARY_BUILDERS:
+                setattr(gen_logging_ops, builder_name, _dispatcher(builder_name))
+            gen_logging_ops.merge_summary = _merge
+        stack.append(scope)
+        skip = summary_op_util.skip_summary
         summary_op_util.skip_summary = _REAL_SKIP_SUMMARY
-        for name, builder in originals.items():
-            setattr(gen_logging_ops, name, recorder(builder))
-        gen_logging_ops.merge_summary = merge
-        yield lifted
-    finally:
-        summary_op_util.skip_summary = skip
-        for name, builder in originals.items():
-            setattr(gen_logging_ops, name, builder)
-        gen_logging_ops.merge_summary = original_merge
+        try:
+            yield scope.lifted
+        finally:
+            summary_op_util.skip_summary = skip
+            stack.pop()
+            if not stack:
+                for builder_name, builder in _REAL_BUILDERS.items():
+                    setattr(gen_logging_ops, builder_name, builder)
+                gen_logging_ops.merge_summary = _REAL_MERGE
     # The stand-ins are no summaries to merge: the host call writes the real ones.
-    ours = {id(t) for t in stand_ins}
-    for graph in {id(t.graph): t.graph for t in stand_ins}.values():
+    ours = {id(t) for t in scope.stand_ins}
+    for graph in {id(t.graph): t.graph for t in scope.stand_ins}.values():
         collection = graph.get_collection_ref(_v1.GraphKeys.SUMMARIES)
         collection[:] = [t for t in collection if id(t) not in ours]
 
@@ -132,19 +173,7 @@ def lifting(static_shapes: bool):
 def _dropped(name, why: str) -> None:
     warnings.warn(f"npurun: the summary {name!r} built by model_fn cannot leave the device loop or compiled "
                   f"step: {why}; it is not written. Give it a static shape, or use NPUEstimatorSpec(host_call=...)",
-                  UserWarning, stacklevel=4)
-
-
-def is_inner(tensor_or_op, outer_graph) -> bool:
-    """True for an op or tensor built in a loop body or inside a compiled step."""
-    op = getattr(tensor_or_op, "op", tensor_or_op)
-    if getattr(op, "graph", outer_graph) is not outer_graph:
-        return True
-    try:
-        op.get_attr(_COMPILE_ID_ATTR)
-        return True
-    except (ValueError, AttributeError):
-        return False
+                  UserWarning, stacklevel=5)  # model_fn, through tf.compat.v1.summary
 
 
 def combine(*host_calls) -> Optional[tuple]:
@@ -173,66 +202,3 @@ def combine(*host_calls) -> Optional[tuple]:
         return outputs
 
     return combined, tensors
-
-
-class InnerTensorError(ValueError):
-    """A hook fetches a tensor that model_fn built inside a device loop or compiled step."""
-
-
-class InnerFetches:
-    """Translates hook fetches of tensors built in a loop body or compiled step (module doc).
-
-    `known` maps such tensors to tensors of the outer graph holding their host-side value.
-    Translations are cached per fetch object, so a hook returning the same fetches every run
-    costs one dict lookup.
-    """
-
-    def __init__(self, graph, known: list, where: str):
-        """`known`: (inner tensor, outer tensor) pairs."""
-        self.graph = graph
-        self.known = {_key(k): v for k, v in known}
-        self.where = where
-        self._cache = {}
-
-    def adopt(self, hooks) -> None:
-        """Before the hooks' begin(): replace the inner tensors hooks hold (LoggingTensorHook's
-        tensors, NanTensorHook's loss, ...) by their host-side tensors, or fail naming them.
-        Attributes holding no inner tensor are left as they are (the same objects)."""
-        for hook in hooks:
-            for name, value in list(vars(hook).items()):
-                if not isinstance(value, (tf.Tensor, tf.Operation, dict, list, tuple)):
-                    continue
-                try:
-                    leaves = tf.nest.flatten(value)
-                except (TypeError, ValueError):
-                    continue  # not a structure tf.nest understands
-                if any(isinstance(leaf, (tf.Tensor, tf.Operation)) and is_inner(leaf, self.graph)
-                       for leaf in leaves):
-                    setattr(hook, name, tf.nest.map_structure(lambda f: self._one(hook, f, resolve=False), value))
-
-    def translate(self, hook, fetches):
-        entry = self._cache.get(id(fetches))
-        if entry is not None and entry[0] is fetches:
-            return entry[1]
-        translated = tf.nest.map_structure(lambda f: self._one(hook, f), fetches)
-        self._cache[id(fetches)] = (fetches, translated)
-        return translated
-
-    def _one(self, hook, fetch, resolve=True):
-        element = fetch
-        if resolve and isinstance(fetch, str):
-            element = self.graph.as_graph_element(fetch)
-        if isinstance(element, (tf.Tensor, tf.Operation)) and is_inner(element, self.graph):
-            known = self.known.get(_key(element))
-            if known is not None:
-                return known
-            raise InnerTensorError(
-                f"{type(hook).__name__} fetches {element.name}, which model_fn built {self.where}; such "
-                f"tensors cannot be fetched from the host. Fetch the loss (npurun gives its last value), "
-                f"pass the tensor through NPUEstimatorSpec(host_call=...) or a tf.compat.v1.summary, or "
-                f"train with iterations_per_loop=1 and jit_compile='false'")
-        return fetch
-
-
-def _key(element):
-    return element.ref() if isinstance(element, tf.Tensor) else element

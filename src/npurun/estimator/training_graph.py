@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -12,8 +11,9 @@ import tensorflow as tf
 from ..debug.exception_dump import exception_dump
 from ..distribute import errors as distribute_errors, feed
 from ..runtime import compilation, dynamic_inputs
-from . import building, checkpoints, device_loop, host_values
+from . import building, checkpoints, compiled_step, device_loop
 from .hooks import HookRunner
+from .inner_fetches import InnerFetches
 from .inputs import Input
 from .loop import Program, Schedules, TrainingLoop
 from .spec import ModeKeys
@@ -54,7 +54,7 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
             built = building.ModeGraph(estimator, ModeKeys.TRAIN, plan, features_outside_loop, build_loop)
         elif whole:
             def build_compiled(features, labels):
-                spec, holder["step"] = _compiled_step(estimator, options, features, labels)
+                spec, holder["step"] = compiled_step.build(estimator, options, features, labels)
                 return spec
             built = building.ModeGraph(estimator, ModeKeys.TRAIN, plan, make_input, build_compiled)
         else:
@@ -69,12 +69,17 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
             if iterations > 1 or whole:
                 where = "inside the device loop" if iterations > 1 else "inside the XLA-compiled step"
                 last_loss = program.losses[-1] if program.losses is not None else program.loss
-                inner = host_values.InnerFetches(graph, [(spec.loss, last_loss)], where)
+                inner = InnerFetches(graph, [(spec.loss, last_loss)], where)
             all_hooks = list(hooks) + list(spec.training_hooks) + list(plan.hooks)
             if inner is not None:
                 inner.adopt(all_hooks)
             runner = HookRunner(all_hooks, inner)
-            runner.begin()  # hooks may add ops (and summaries) until here
+            try:
+                runner.begin()  # hooks may add ops (and summaries) until here
+            except (ValueError, TypeError) as error:
+                if inner is not None:
+                    inner.explain_begin_failure(error)
+                raise
             if summarising:
                 program.summary = _outer_summaries(graph)
             savers = _savers(built, holder["input"], holder.get("fed", False))
@@ -144,41 +149,7 @@ def _input_transform(options, iterations, stack, holder):
     return transform
 
 
-@dataclass
-class CompiledStep:
-    """The outputs of a training step built as one XLA computation: its loss (running it runs the
-    step), and the host call (model_fn's host_call and summaries) with its values."""
-
-    loss: Any
-    host_call: Any
-    host_values: list
-
-
-def _compiled_step(estimator, options, features, labels):
-    """model_fn's training step as one XLA computation; returns (model_fn's spec, CompiledStep)."""
-    structure = (features, labels)
-    leaves = tf.nest.flatten(structure)
-    positions = [k for k, leaf in enumerate(leaves) if isinstance(leaf, tf.Tensor)]
-    captured = {}
-
-    def computation(*tensors):
-        values = list(leaves)
-        for k, tensor in zip(positions, tensors):
-            values[k] = tensor
-        f, l = tf.nest.pack_sequence_as(structure, values)
-        with host_values.lifting(static_shapes=False) as lifted:
-            spec = estimator.call_model_fn(f, l, ModeKeys.TRAIN)
-        host_call = host_values.combine(spec.host_call, lifted.host_call())
-        captured.update(spec=spec, host_call=host_call)
-        with tf.control_dependencies([spec.train_op]):
-            return [tf.identity(spec.loss)] + [tf.identity(t) for t in (host_call[1] if host_call else [])]
-
-    outputs = compilation.compile_step(options, computation, [leaves[k] for k in positions])
-    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-    return captured["spec"], CompiledStep(outputs[0], captured["host_call"], outputs[1:])
-
-
-def _single_step_program(built, summarising, compiled: Optional[CompiledStep]) -> Program:
+def _single_step_program(built, summarising, compiled: Optional[compiled_step.CompiledStep]) -> Program:
     """One training step per run: fetch the global step after train_op, and the loss."""
     global_step, spec = built.global_step, built.spec
     run_step = spec.train_op if compiled is None else compiled.loss

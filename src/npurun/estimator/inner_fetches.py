@@ -1,0 +1,119 @@
+"""Hooks and the tensors model_fn builds where the host cannot fetch them.
+
+With `iterations_per_loop` > 1, model_fn is called inside a `tf.while_loop` body; with whole-step
+XLA compilation inside an XLA computation. A hook fetching such a tensor would get TensorFlow's
+"not an element of this graph" or "not fetchable" error. `InnerFetches` gives hooks the loss
+model_fn returned as its host-side value (the last iteration's loss in a loop) and turns a fetch
+of any other inner tensor into an `InnerTensorError` naming the hook and the tensor.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import tensorflow as tf
+
+_COMPILE_ID_ATTR = "_xla_compile_id"
+_MAX_CACHED = 32
+
+
+class InnerTensorError(ValueError):
+    """A hook fetches a tensor that model_fn built inside a device loop or compiled step."""
+
+
+def is_inner(tensor_or_op, outer_graph) -> bool:
+    """True for an op or tensor built in a loop body (control flow v2: a function graph; v1: a
+    while context) or inside an XLA computation."""
+    op = getattr(tensor_or_op, "op", tensor_or_op)
+    if getattr(op, "graph", outer_graph) is not outer_graph:
+        return True
+    if op._get_control_flow_context() is not None:  # a v1 while context or xla.compile's context
+        return True
+    try:
+        op.get_attr(_COMPILE_ID_ATTR)
+        return True
+    except (ValueError, AttributeError):
+        return False
+
+
+class InnerFetches:
+    """Translates what hooks hold and fetch (module doc).
+
+    `known`: (inner tensor, outer tensor holding its host-side value) pairs; `where` completes
+    "model_fn built ... " in messages.
+    """
+
+    def __init__(self, graph, known: list, where: str):
+        self.graph = graph
+        self.known = {_key(k): v for k, v in known}
+        self.where = where
+        self.held = []  # (hook, inner tensor or op it holds that has no host-side value)
+        self._cache = {}
+
+    def adopt(self, hooks) -> None:
+        """Before the hooks' begin(): in the attributes of each hook, replace the known inner
+        tensors (LoggingTensorHook's tensors, NanTensorHook's loss) by their host-side tensors.
+        Other inner tensors are left alone (a hook may hold one without fetching it) and noted
+        for `explain_begin_failure`."""
+        for hook in hooks:
+            for name, value in list(getattr(hook, "__dict__", {}).items()):
+                if not isinstance(value, (tf.Tensor, tf.Operation, dict, list, tuple)):
+                    continue
+                try:
+                    leaves = tf.nest.flatten(value)
+                except (TypeError, ValueError):
+                    continue  # not a structure tf.nest understands
+                inner = [leaf for leaf in leaves
+                         if isinstance(leaf, (tf.Tensor, tf.Operation)) and is_inner(leaf, self.graph)]
+                self.held += [(hook, leaf) for leaf in inner if _key(leaf) not in self.known]
+                if any(_key(leaf) in self.known for leaf in inner):
+                    setattr(hook, name, tf.nest.map_structure(self._known_or_same, value))
+
+    def explain_begin_failure(self, error: Exception) -> None:
+        """Raise InnerTensorError (from `error`) when a hook whose begin() failed holds inner
+        tensors: resolving them in begin() is what fails."""
+        if self.held:
+            hook, element = self.held[0]
+            raise self._error(hook, element) from error
+
+    def translate(self, hook, fetches):
+        """`fetches` of `hook` with known inner tensors replaced; InnerTensorError for others."""
+        leaves = tf.nest.flatten(fetches)
+        key = (id(fetches), tuple(map(id, leaves)))
+        entry = self._cache.get(key)
+        if entry is not None and entry[0] is fetches:
+            return entry[1]
+        translated = tf.nest.map_structure(lambda f: self._one(hook, f), fetches)
+        if len(self._cache) >= _MAX_CACHED:
+            self._cache.clear()
+        self._cache[key] = (fetches, translated)
+        return translated
+
+    def _known_or_same(self, element):
+        if isinstance(element, (tf.Tensor, tf.Operation)):
+            return self.known.get(_key(element), element)
+        return element
+
+    def _one(self, hook, fetch):
+        element = fetch
+        if isinstance(fetch, str):
+            try:
+                element = self.graph.as_graph_element(fetch)
+            except (KeyError, ValueError):
+                return fetch  # not in the outer graph: let Session.run report it
+        if isinstance(element, (tf.Tensor, tf.Operation)) and is_inner(element, self.graph):
+            known = self.known.get(_key(element))
+            if known is None:
+                raise self._error(hook, element)
+            return known
+        return fetch
+
+    def _error(self, hook, element) -> InnerTensorError:
+        return InnerTensorError(
+            f"{type(hook).__name__} fetches {element.name}, which model_fn built {self.where}; such tensors "
+            f"cannot be fetched from the host. Fetch the loss (npurun gives its last value), pass the tensor "
+            f"through NPUEstimatorSpec(host_call=...) or a tf.compat.v1.summary, or train with "
+            f"iterations_per_loop=1 and jit_compile='false'")
+
+
+def _key(element) -> Optional[object]:
+    return element.ref() if isinstance(element, tf.Tensor) else element
