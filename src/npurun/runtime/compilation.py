@@ -20,19 +20,20 @@ Rules:
   - When the session config given by the user sets global_jit_level and jit_compile is "auto",
     the user's setting is kept.
 
-How the Estimator uses it (iterations_per_loop = N):
-  N == 1:  out = compile_step(options, step_fn, [features, labels])
-  N > 1 and loop_is_compiled(options):
-           stacked = stack_for_loop(dataset, N)   # one get_next gives N batches
-           losses = compile_step(options, lambda s: device_loop(step_fn, N, s), [stacked_get_next])
+How the Estimator uses it (iterations_per_loop = N; estimator/compiled_step.py, device_loop.py):
+  N == 1:  model_fn's step is built by compile_step(options, step_fn, input tensors).
+  N > 1 and loop_is_compiled(options): the dataset goes through stack_for_loop (one get_next
+           gives N batches) and the Estimator's tf.while_loop over them is built by compile_step.
   N > 1 otherwise: the Estimator's own tf.while_loop with get_next inside; nothing to call here
            (mixed mode clusters the loop body automatically).
-`step_fn` builds one training step (model_fn, optimizer, global_step update) and returns the loss
-(with the train op as a control dependency); variables may be created inside it.
+`device_loop` below is the same loop for sess.run scripts. `step_fn` builds one training step
+(model_fn, optimizer, global_step update) and returns the loss (with the train op as a control
+dependency); variables may be created inside it.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -319,9 +320,12 @@ _NODE_IN_MESSAGE = re.compile(r"node `([^`]+)` with op|\{\{node ([^}]+)\}\}")
 
 @contextlib.contextmanager
 def explained_compile_errors(options: Options, graph):
-    """Re-raise an XLA compilation failure of the first runs with what the user needs: the jit
-    options that asked for it, the op and where the user's code created it, and the ways out.
-    The error keeps its TensorFlow type (and the original as __cause__)."""
+    """In whole mode, re-raise an XLA compilation failure (XLA compiles at the first run, and again
+    for each new input shape) with what the user needs: the jit options that asked for it, the op
+    and where the user's code created it (for ops of the outer graph; ops of a compiled loop's body
+    are named without a place), and the ways out. The error keeps its TensorFlow type and the
+    original as __cause__. Mixed mode leaves what it cannot compile to TensorFlow, so its rare
+    compile errors pass unchanged."""
     import tensorflow as tf
 
     choice = resolve_jit(options)
@@ -329,7 +333,7 @@ def explained_compile_errors(options: Options, graph):
         yield
     except tf.errors.InvalidArgumentError as error:
         message = error.message or ""
-        if not choice.compiles or not any(mark in message for mark in _XLA_FAILURE_MARKS):
+        if choice.mode != "whole" or not any(mark in message for mark in _XLA_FAILURE_MARKS):
             raise
         match = _NODE_IN_MESSAGE.search(message)
         name = next((g for g in match.groups() if g), None) if match else None
@@ -349,11 +353,23 @@ def _created_at(graph, name: str):
         op = graph.get_operation_by_name(name)
     except (KeyError, ValueError):
         return None
+    libraries = _library_dirs()
     for frame in reversed(op.traceback or []):
-        path = frame.filename.replace("\\", "/")
-        if "/tensorflow/" not in path and "/npurun/" not in path and "/keras/" not in path:
+        path = os.path.abspath(frame.filename)
+        if not any(path.startswith(directory) for directory in libraries):
             return f"{frame.filename}:{frame.lineno} in {frame.name}"
     return None
+
+
+def _library_dirs() -> tuple:
+    """The installed directories of TensorFlow, npurun and Python's standard library."""
+    import sysconfig
+
+    import tensorflow as tf
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return tuple(os.path.join(os.path.abspath(d), "") for d in
+                 (os.path.dirname(tf.__file__), here, sysconfig.get_paths()["stdlib"]))
 
 
 # --------------------------------------------------------------------------- the plan
