@@ -67,8 +67,9 @@ def test_estimator_trains_on_the_batches_the_feeding_rank_deals(out):
     for rank in (0, 1):
         # rank k trains on batches k, k + 2, ...: the round-robin deal of one pipeline
         assert reports[rank]["batches"] == [[3 * b, 3 * b + 1, 3 * b + 2] for b in range(rank, 2 * STEPS, 2)]
-    # the fed input has no position to save: the checkpoints hold the model only, and they restore
+    # the fed input has no position to save: the checkpoints hold the model only
     import tensorflow as tf
 
     names = {name for name, _ in tf.train.list_variables(str(out / "model0"))}
     assert "global_step" in names and not any("iterator" in name.lower() for name in names)
+    assert tf.train.load_checkpoint(str(out / "model0")).get_tensor("global_step") == STEPS

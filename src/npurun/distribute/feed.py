@@ -116,10 +116,18 @@ class FeedEndHook(tf.compat.v1.train.SessionRunHook):
     input until the ranks it feeds have read their last batch."""
 
     def begin(self):
-        self._barrier = cluster.barrier_op()
+        self._barrier = cluster.barrier_op(self._timeout())
+
+    def is_idle(self) -> bool:
+        return True  # nothing to do around runs: training keeps its fast path
 
     def end(self, session):
-        cluster.run_barrier(session, self._barrier)
+        cluster.run_barrier(session, self._barrier, timeout=self._timeout())
+
+    @staticmethod
+    def _timeout() -> float:
+        # Ranks may finish apart by the chief's final checkpoint: allow the collective timeout too.
+        return max(settings.startup_timeout(), settings.collective_timeout())
 
 
 def contribute(options, mode, plan, layout) -> None:
