@@ -89,15 +89,30 @@ def test_estimator_takes_tf_estimator_positional_order(tmp_path):
         assert estimator.params == {"a": 1} and estimator._warm_start_from == str(tmp_path)
 
 
+def _numpy_batches(dataset):
+    """Every element of `dataset` as NumPy, in eager or graph mode (other test packages switch the
+    process to graph mode)."""
+    if tf.executing_eagerly():
+        return list(dataset.as_numpy_iterator())
+    element = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+    batches = []
+    with tf.compat.v1.Session() as session:
+        try:
+            while True:
+                batches.append(session.run(element))
+        except tf.errors.OutOfRangeError:
+            return batches
+
+
 def test_numpy_input_fn_batches_epochs_and_shuffles():
     x = {"x": np.arange(10, dtype=np.float32).reshape(10, 1)}
     y = np.arange(10, dtype=np.int32)
     dataset = numpy_input_fn(x, y, batch_size=4, num_epochs=2, shuffle=False)()
-    batches = list(dataset.as_numpy_iterator())
+    batches = _numpy_batches(dataset)
     assert [len(labels) for _, labels in batches] == [4, 4, 4, 4, 4]
     assert list(np.concatenate([labels for _, labels in batches])) == list(range(10)) * 2
     shuffled = numpy_input_fn(x, y, batch_size=10, num_epochs=1, shuffle=True)()
-    features, labels = next(iter(shuffled.as_numpy_iterator()))
+    features, labels = _numpy_batches(shuffled)[0]
     assert sorted(labels) == list(range(10)) and list(features["x"][:, 0].astype(int)) == list(labels)
     with pytest.raises(ValueError, match="shuffle must be given"):
         numpy_input_fn(x, y)
