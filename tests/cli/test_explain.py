@@ -92,3 +92,16 @@ def test_console_script_help_teaches():
     out = subprocess.run([sys.executable, "-m", "npurun.cli", "--help"], capture_output=True, text=True,
                          check=True).stdout
     assert "--set" in out and "explain" in out and "train" in out and "examples:" in out
+
+
+def test_text_options_keep_true_and_false_as_text(tmp_path, capsys):
+    # YAML reads `true` as a boolean; jit_compile takes the strings 'true' / 'false'.
+    assert main(["explain", "--format", "json", "--set", "jit_compile=true", "--set", "enable_data_pre_proc=false"]) == 0
+    by_name = {r["option"]: r for r in json.loads(capsys.readouterr().out)}
+    assert by_name["jit_compile"]["value"] == "'true'"
+    assert by_name["enable_data_pre_proc"]["value"] == "False"  # a boolean option stays boolean
+    yaml_file = tmp_path / "run.yaml"
+    yaml_file.write_text("jit_compile: false\n")
+    assert main(["explain", "--format", "json", "--config", str(yaml_file)]) == 0
+    by_name = {r["option"]: r for r in json.loads(capsys.readouterr().out)}
+    assert by_name["jit_compile"]["value"] == "'false'"

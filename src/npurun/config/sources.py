@@ -89,15 +89,22 @@ def merge(*layers: Mapping[str, Any]) -> dict:
 
 
 def build_nested(options: Mapping[str, Any], source: str) -> dict:
-    """Check names that cannot come from text; leave sub-config mappings as mappings."""
+    """Check names that cannot come from text; leave sub-config mappings as mappings; give text
+    options their text back where YAML read a boolean (`jit_compile=true` means 'true')."""
+    from .options import OPTIONS
+
     for name in _NOT_IN_FILES:
         if name in options:
             raise ValueError(f"{source}: option '{name}' takes a Python object and cannot be set from text")
+    result = dict(options)
     for name, value in options.items():
         if name in _NESTED and value is not None and not isinstance(value, dict):
             raise ValueError(f"{source}: option '{name}' takes a mapping of "
                              f"{_NESTED[name].__name__} arguments")
-    return dict(options)
+        option = OPTIONS.get(name)
+        if isinstance(value, bool) and option is not None and getattr(option.codec, "field", None) == "s":
+            result[name] = "true" if value else "false"
+    return result
 
 
 def construct(options: Mapping[str, Any]):
