@@ -268,8 +268,10 @@ def dynamic_range_model_fn(features, labels, mode):
         loss, global_step=v1.train.get_global_step()))
 
 
-def test_xla_failing_at_run_time_names_the_op_and_where_it_was_built(make_config, model_dir):
-    est = NPUEstimator(dynamic_range_model_fn, model_dir=model_dir, config=make_config(jit_compile="true"))
+@pytest.mark.parametrize("iterations", [1, 2], ids=["step", "loop"])
+def test_xla_failing_at_run_time_names_the_op_and_where_it_was_built(make_config, model_dir, iterations):
+    est = NPUEstimator(dynamic_range_model_fn, model_dir=model_dir,
+                       config=make_config(jit_compile="true", iterations_per_loop=iterations))
     with pytest.raises(tf.errors.InvalidArgumentError) as caught:
         est.train(input_fn_for(X, Y), steps=2)
     message = caught.value.message

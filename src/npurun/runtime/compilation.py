@@ -322,8 +322,7 @@ _NODE_IN_MESSAGE = re.compile(r"node `([^`]+)` with op|\{\{node ([^}]+)\}\}")
 def explained_compile_errors(options: Options, graph):
     """In whole mode, re-raise an XLA compilation failure (XLA compiles at the first run, and again
     for each new input shape) with what the user needs: the jit options that asked for it, the op
-    and where the user's code created it (for ops of the outer graph; ops of a compiled loop's body
-    are named without a place), and the ways out. The error keeps its TensorFlow type and the
+    and where the user's code created it (also inside a compiled loop's body), and the ways out. The error keeps its TensorFlow type and the
     original as __cause__. Mixed mode leaves what it cannot compile to TensorFlow, so its rare
     compile errors pass unchanged."""
     import tensorflow as tf
@@ -349,15 +348,30 @@ def explained_compile_errors(options: Options, graph):
 
 def _created_at(graph, name: str):
     """file:line of the frame of user code (outside TensorFlow and npurun) that created op `name`."""
-    try:
-        op = graph.get_operation_by_name(name)
-    except (KeyError, ValueError):
+    op = _find_op(graph, name)
+    if op is None:
         return None
     libraries = _library_dirs()
     for frame in reversed(op.traceback or []):
         path = os.path.abspath(frame.filename)
         if not any(path.startswith(directory) for directory in libraries):
             return f"{frame.filename}:{frame.lineno} in {frame.name}"
+    return None
+
+
+def _find_op(graph, name: str, depth: int = 0):
+    """Op `name` of `graph` or of a function graph it holds (a while loop's body, ...)."""
+    try:
+        return graph.get_operation_by_name(name)
+    except (KeyError, ValueError):
+        pass
+    if depth > 3:
+        return None
+    for function in list(getattr(graph, "_functions", {}).values()):
+        body = getattr(function, "graph", None)
+        found = _find_op(body, name, depth + 1) if body is not None and body is not graph else None
+        if found is not None:
+            return found
     return None
 
 
