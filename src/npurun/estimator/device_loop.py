@@ -130,10 +130,6 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
     return captured["spec"], outputs
 
 
-def _flat(tensors):
-    return [tensors[k] for k in sorted(tensors)] if isinstance(tensors, dict) else list(tensors)
-
-
 def _buffer(k, tensor, iterations):
     if not tensor.shape.is_fully_defined():
         raise ValueError(f"host_call tensor {tensor.name} has shape {tensor.shape}; with iterations_per_loop > 1 "
@@ -147,21 +143,19 @@ def _buffer(k, tensor, iterations):
 class HostCall:
     """Runs `host_call` fn on the host for chosen iterations' values and writes its summaries.
 
-    The fn is called once, at graph building, with placeholders shaped like one iteration's
-    tensors (positional arguments for a list, keyword arguments for a dict); the summary ops it
-    returns are run with each chosen iteration's values fed.
+    `host_call` is (fn, list of tensors), as `host_values.combine` gives it (which also turns a
+    dict host_call into that form). fn is called once, at graph building, with placeholders shaped
+    like one iteration's tensors; the summary ops it returns are run with each chosen iteration's
+    values fed.
     """
 
     def __init__(self, host_call, iteration_tensors: List[Any]):
-        fn, structure = host_call
+        fn, _ = host_call
         graph = _v1.get_default_graph()
         before = list(graph.get_collection(_v1.GraphKeys.SUMMARIES))
         self.placeholders = [_v1.placeholder(t.dtype, t.shape, name=f"npurun_host_call_input_{k}")
                              for k, t in enumerate(iteration_tensors)]
-        if isinstance(structure, dict):
-            outputs = fn(**dict(zip(sorted(structure), self.placeholders)))
-        else:
-            outputs = fn(*self.placeholders)
+        outputs = fn(*self.placeholders)
         # The host_call's summaries run only here, with fed values: keep them out of merge_all().
         summaries = graph.get_collection_ref(_v1.GraphKeys.SUMMARIES)
         summaries[:] = before

@@ -11,7 +11,7 @@ import tensorflow as tf
 from ..debug.exception_dump import exception_dump
 from ..distribute import errors as distribute_errors, feed
 from ..runtime import compilation, dynamic_inputs
-from . import building, checkpoints, compiled_step, device_loop
+from . import building, checkpoints, compiled_step, device_loop, host_values
 from .hooks import HookRunner
 from .inner_fetches import InnerFetches
 from .inputs import Input
@@ -159,9 +159,9 @@ def _single_step_program(built, summarising, compiled: Optional[compiled_step.Co
     if summarising:
         _v1.summary.scalar("loss", loss)
     program = Program(global_step=global_step.read_value(), step_after=step_after, loss=loss)
-    host_call = spec.host_call if compiled is None else compiled.host_call
+    host_call = host_values.combine(spec.host_call) if compiled is None else compiled.host_call
     if host_call is not None:
-        tensors = device_loop._flat(host_call[1]) if compiled is None else compiled.host_values
+        tensors = host_call[1] if compiled is None else compiled.host_values
         program.host_call = device_loop.HostCall(host_call, tensors)
         program.host_values = tensors
     return program
