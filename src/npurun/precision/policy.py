@@ -35,55 +35,73 @@ LOW_DTYPE = {
 FLOAT32_MODES = ("allow_fp32_to_fp16", "force_fp32", "must_keep_origin_dtype")
 
 # Training steps/s in the low dtype / steps/s in float32 on CPUs, TensorFlow 2.21 CPU wheel, the
-# worst case measured per (dtype, the CPU's best hardware for it). None: not measured, so not
-# trusted to be within the limit. Sources: issue 17 and bench/precision.py (docs/precision.md).
+# worst case measured per (dtype, the CPU's best hardware for it, CPU vendor or None for any).
+# None: not measured, so not trusted to be within the limit. Sources: issue 17 and
+# bench/precision.py (tables in docs/precision.md). AVX512_BF16 without AMX differs by vendor:
+# AMD Zen 4 runs oneDNN's bf16 kernels about 3x faster than float32, an Intel Xeon measured 0.68x.
 MEASURED_SPEEDUP = {
-    ("bfloat16", "amx_bf16"): 2.5,      # Intel Xeon with AMX (Sapphire Rapids class)
-    ("bfloat16", "avx512_bf16"): 0.68,  # Intel Xeon with AVX512_BF16, no AMX; AMD Zen 4 see docs
-    ("bfloat16", "none"): 0.52,         # AMD Zen 3 (0.52-0.96x): TensorFlow's Eigen bf16 kernels
-    ("float16", "amx_fp16"): None,      # no such CPU measured yet
-    ("float16", "avx512_fp16"): None,   # no such CPU measured yet
-    ("float16", "none"): 0.04,          # LeNet under `npurun run`: 498 ms/step against 19.5 ms
+    ("bfloat16", "amx_bf16", None): 2.5,               # Intel Xeon with AMX (Sapphire Rapids class)
+    ("bfloat16", "avx512_bf16", "AuthenticAMD"): 3.1,  # AMD EPYC Zen 4: bench mlp 3.1x, lenet 3.6x
+    ("bfloat16", "avx512_bf16", None): 0.68,           # Intel Xeon with AVX512_BF16, no AMX
+    ("bfloat16", "none", None): 0.52,                  # AMD Zen 3 (0.52-0.96x): TensorFlow's Eigen bf16 kernels
+    ("float16", "amx_fp16", None): None,               # no such CPU measured yet
+    ("float16", "avx512_fp16", None): None,            # no such CPU measured yet
+    ("float16", "none", None): 0.04,                   # LeNet under `npurun run`: 498 ms/step against 19.5 ms
 }
-HARDWARE_NAME = {"amx_bf16": "AMX-BF16", "avx512_bf16": "AVX512_BF16 (no AMX)", "amx_fp16": "AMX-FP16",
+HARDWARE_NAME = {"amx_bf16": "AMX-BF16", "avx512_bf16": "AVX512_BF16 (no AMX-BF16)", "amx_fp16": "AMX-FP16",
                  "avx512_fp16": "AVX512-FP16 (no AMX-FP16)", "none": None}
+VENDOR_NAME = {"AuthenticAMD": "AMD", "GenuineIntel": "Intel"}
 
 
 # ---- the machine ------------------------------------------------------------------------------------
+FLAGS = ("avx512_bf16", "amx_bf16", "avx512_fp16", "amx_fp16")
+
+
 @dataclass(frozen=True)
 class CpuFeatures:
-    """The CPU flags that matter for bf16/fp16 speed (names as in /proc/cpuinfo)."""
+    """The CPU flags that matter for bf16/fp16 speed (names as in /proc/cpuinfo), and the vendor."""
 
     avx512_bf16: bool = False
     amx_bf16: bool = False
     avx512_fp16: bool = False
     amx_fp16: bool = False
+    vendor: str = ""  # /proc/cpuinfo vendor_id: GenuineIntel, AuthenticAMD, ...
 
     @classmethod
-    def from_flags(cls, flags: Iterable[str]) -> "CpuFeatures":
+    def from_flags(cls, flags: Iterable[str], vendor: str = "") -> "CpuFeatures":
         present = set(flags)
-        return cls(**{name: name in present for name in cls.__dataclass_fields__})
+        return cls(**{name: name in present for name in FLAGS}, vendor=vendor)
 
     def hardware(self, dtype: str) -> str:
-        """The best hardware this CPU has for `dtype`: a key of MEASURED_SPEEDUP's second half."""
+        """The best hardware this CPU has for `dtype`: a hardware key of MEASURED_SPEEDUP."""
         if dtype == "bfloat16":
             return "amx_bf16" if self.amx_bf16 else "avx512_bf16" if self.avx512_bf16 else "none"
         return "amx_fp16" if self.amx_fp16 else "avx512_fp16" if self.avx512_fp16 else "none"
 
     def describe(self) -> str:
-        return ", ".join(f"{name} {'yes' if getattr(self, name) else 'no'}" for name in self.__dataclass_fields__)
+        flags = ", ".join(f"{name} {'yes' if getattr(self, name) else 'no'}" for name in FLAGS)
+        return f"{flags} ({self.vendor or 'vendor unknown'})"
+
+
+def measured_speedup(dtype: str, features: CpuFeatures) -> Optional[float]:
+    """The measured low-precision/float32 speed ratio for this CPU's kind (vendor-specific if measured so)."""
+    hardware = features.hardware(dtype)
+    return MEASURED_SPEEDUP.get((dtype, hardware, features.vendor), MEASURED_SPEEDUP[(dtype, hardware, None)])
 
 
 def read_cpu_features(path: str = CPUINFO) -> CpuFeatures:
-    """The features from the first `flags` line of a /proc/cpuinfo-style file (none if unreadable)."""
+    """The features from the first `vendor_id` and `flags` lines of a /proc/cpuinfo-style file (none if unreadable)."""
+    vendor = ""
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             for line in handle:
-                if line.startswith("flags"):
-                    return CpuFeatures.from_flags(line.split(":", 1)[1].split())
+                if line.startswith("vendor_id") and not vendor:
+                    vendor = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    return CpuFeatures.from_flags(line.split(":", 1)[1].split(), vendor)
     except OSError:
         pass
-    return CpuFeatures()
+    return CpuFeatures(vendor=vendor)
 
 
 @functools.lru_cache(maxsize=None)
@@ -157,10 +175,11 @@ def _measured(dtype: str, speedup: Optional[float]) -> str:
 
 def _cpu_decision(mode: str, dtype: str, features: CpuFeatures, force: bool) -> Decision:
     hardware = features.hardware(dtype)
-    speedup = MEASURED_SPEEDUP[(dtype, hardware)]
+    speedup = measured_speedup(dtype, features)
     name = HARDWARE_NAME[hardware]
     missing = "AMX-BF16 or AVX512_BF16" if dtype == "bfloat16" else "AVX512-FP16 or AMX-FP16"
-    why = f"{f'this CPU has {name}' if name else f'this CPU has no {missing}'}: {_measured(dtype, speedup)}"
+    cpu = f"this {VENDOR_NAME.get(features.vendor, features.vendor)} CPU" if features.vendor else "this CPU"
+    why = f"{f'{cpu} has {name}' if name else f'{cpu} has no {missing}'}: {_measured(dtype, speedup)}"
     if force:
         return Decision(mode, dtype, "CPU", f"forced by {FORCE_ENV}=1; {why}", forced=True)
     if speedup is not None and speedup >= 1 / SLOWDOWN_LIMIT:
