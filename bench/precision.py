@@ -22,7 +22,7 @@ under `npurun run` (a fresh process per run, float32 and allow_mix_precision alt
 the path the acceptance of issue 17 names; steps/s are timed by a hook from step 10 on.
 
 Usage: python bench/precision.py [--model mlp lenet] [--steps 10] [--warmup 2] [--rounds 3] [--max-seconds 20]
-                                 [--npurun-run] [--run-steps 100]
+                                 [--modes MODE ...] [--npurun-run] [--run-steps 100]
 """
 from __future__ import annotations
 
@@ -263,6 +263,7 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-seconds", type=float, default=20.0)
+    parser.add_argument("--modes", nargs="+", choices=LOW_MODES, default=list(LOW_MODES))
     parser.add_argument("--npurun-run", action="store_true", help="also time a LeNet-style script under npurun run")
     parser.add_argument("--run-steps", type=int, default=100)
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -281,7 +282,7 @@ def main(argv=None) -> int:
     cases = []
     for model in args.model:
         cases.append([model, None, False])
-        cases += [[model, mode, forced] for mode in LOW_MODES for forced in (False, True)]
+        cases += [[model, mode, forced] for mode in args.modes for forced in (False, True)]
     result = _run_child(cases, None, args)
     _table(result, args.model, "CPU, TensorFlow's default oneDNN setting for this CPU")
     if not result["onednn"]:
