@@ -120,6 +120,17 @@ def test_default_on_a_cpu_without_the_hardware_runs_float32_and_warns_once(mode,
     assert f"precision_mode={mode!r} runs in float32" in fallback[0] and "NPURUN_FORCE_LOW_PRECISION=1" in fallback[0]
 
 
+@pytest.mark.parametrize("mode", ["allow_mix_precision", "force_fp16", "allow_mix_precision_bf16"])
+def test_the_float32_fallback_is_exactly_the_default_modes_session(mode, cpu_features):
+    # Same ConfigProto, environment and hooks as precision_mode=None: the run costs what float32 costs.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fallback, default = build_plan(config(precision_mode=mode).options, "train"), build_plan(config().options, "train")
+    assert fallback.config_proto == default.config_proto
+    assert fallback.env == default.env
+    assert [type(h) for h in fallback.hooks] == [type(h) for h in default.hooks]
+
+
 def test_forcing_on_the_same_cpu_gives_float16_without_the_warning(force_low_precision):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

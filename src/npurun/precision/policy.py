@@ -41,7 +41,7 @@ FLOAT32_MODES = ("allow_fp32_to_fp16", "force_fp32", "must_keep_origin_dtype")
 # AMD Zen 4 runs oneDNN's bf16 kernels about 2-3x faster than float32, an Intel Xeon measured 0.68x.
 MEASURED_SPEEDUP = {
     ("bfloat16", "amx_bf16", None): 2.5,               # Intel Xeon with AMX (Sapphire Rapids class)
-    ("bfloat16", "avx512_bf16", "AuthenticAMD"): 1.97,  # AMD EPYC Zen 4: bench 1.97x-3.8x (lenet, mlp)
+    ("bfloat16", "avx512_bf16", "AuthenticAMD"): 1.34,  # AMD EPYC Zen 4: bench 1.34x-3.8x (docs/precision.md)
     ("bfloat16", "avx512_bf16", None): 0.68,           # Intel Xeon with AVX512_BF16, no AMX
     ("bfloat16", "none", None): 0.52,                  # AMD Zen 3 (0.52-0.96x): TensorFlow's Eigen bf16 kernels
     ("float16", "amx_fp16", None): None,               # no such CPU measured yet
