@@ -125,7 +125,8 @@ def test_the_float32_fallback_is_exactly_the_default_modes_session(mode, cpu_fea
     # Same ConfigProto, environment and hooks as precision_mode=None: the run costs what float32 costs.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fallback, default = build_plan(config(precision_mode=mode).options, "train"), build_plan(config().options, "train")
+        fallback = build_plan(config(precision_mode=mode).options, "train")
+        default = build_plan(config().options, "train")
     assert fallback.config_proto == default.config_proto
     assert fallback.env == default.env
     assert [type(h) for h in fallback.hooks] == [type(h) for h in default.hooks]
