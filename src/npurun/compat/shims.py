@@ -130,13 +130,15 @@ def _experimental_options():
 def _script_tensorflow():
     """npu_init's `tf`: the `tensorflow` module a script imports, which on Ascend is TensorFlow 1.
 
-    Looked up at each read (never cached here), so npurun's TF1 world is picked up when it is on;
+    Looked up at each read (never cached here) by an import as a script's (`__main__`) would do it,
+    so npurun's TF1 world (which gives scripts' imports TensorFlow 1) is picked up when it is on;
     where `tensorflow` is TensorFlow 2 itself, its TensorFlow 1 API (`tf.compat.v1`) is given, as
     scripts that write `import tensorflow.compat.v1 as tf` before the star import expect.
     """
+    import builtins
     import importlib
 
-    tensorflow = importlib.import_module("tensorflow")
+    tensorflow = builtins.__import__("tensorflow", {"__name__": "__main__"}, None, (), 0)
     if hasattr(tensorflow, "placeholder"):
         return tensorflow
     return importlib.import_module("tensorflow.compat.v1")
