@@ -31,6 +31,17 @@ WORLD_PACKAGES = ("tensorflow.examples", "tensorflow.examples.tutorials", "tenso
 OWN_TABLES = ("estimator", "layers")
 
 
+def world_available() -> bool:
+    """Whether this installation has npurun's TF1 world (`npurun.compat.tf1`)."""
+    return module_exists("npurun.compat.tf1")
+
+
+def _world(detail: str):
+    if world_available():
+        return (TF1_WORLD, detail, False)
+    return ("error", f"{detail.split(';')[0]}; this installation of npurun has no TF1 world to provide it", True)
+
+
 def contrib_table():
     """The TF1 world's contrib table (`npurun.compat.contrib`), or None when this installation has none."""
     try:
@@ -112,9 +123,9 @@ def _classify_api(parts, api, shown, world):
         return None
     tf2 = tf_api_names.TF2
     if name not in tf2:
-        return (TF1_WORLD, _WORLD_WHY.format(name=name), False)
+        return _world(_WORLD_WHY.format(name=name))
     if member is not None and tf2[name] and member not in tf2[name]:
-        return (TF1_WORLD, _WORLD_WHY.format(name=f"{name}.{member}"), False)
+        return _world(_WORLD_WHY.format(name=f"{name}.{member}"))
     return None
 
 
@@ -122,7 +133,7 @@ def classify_contrib(rest: str):
     """(status, detail, error) for `tf.contrib.<rest>`, from the TF1 world's contrib table."""
     if not rest:
         return None
-    table = contrib_table()
+    table = contrib_table() if world_available() else None
     shown = f"tf.contrib.{rest}"
     if table is None:
         return ("error", "TensorFlow 2 removed tf.contrib and this installation of npurun does not provide it", True)
@@ -155,7 +166,7 @@ def classify_module_path(qualified: str, imported_module: bool = False):
     below an existing module are attributes, which are not checked statically."""
     for path, what in WORLD_PATHS.items():
         if qualified == path or qualified.startswith(path + "."):
-            return (TF1_WORLD, f"TensorFlow 2 removed it; here it is {what}", False)
+            return _world(f"TensorFlow 2 removed it; here it is {what}")
     if qualified in WORLD_PACKAGES or not imported_module or module_exists(qualified):
         return None
     return ("error", f"TensorFlow {tf_api_names.VERSION} has no module {qualified} (ModuleNotFoundError)", True)
