@@ -158,3 +158,21 @@ def test_check_is_static_it_never_imports_tensorflow(script):
             "sorted(m for m in sys.modules if m.startswith('tensorflow'))")
     result = subprocess.run([sys.executable, "-c", code, str(script)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_imports_of_modules_that_are_neither_local_nor_installed(tmp_path):
+    script = tmp_path / "train.py"
+    (tmp_path / "helper.py").write_text("VALUE = 1\n")
+    script.write_text(textwrap.dedent("""\
+        import os
+        import helper
+        import moxing as mox
+        try:
+            import apex
+        except ImportError:
+            apex = None
+        """))
+    assert _raising(script) == {("", "moxing")}
+    script.write_text("import sys\nsys.path.append('/somewhere')\nimport moxing\n")
+    found = {f.name: f for f in check_file(str(script))}
+    assert not found["moxing"].error and found["moxing"].status == "not found here"

@@ -104,6 +104,7 @@ class _Scanner(ast.NodeVisitor):
         self._loaded: dict = {}  # name -> first line it is read
         self._adapter_star = None  # the adapter module of a star import, if any
         self._unknown_star = False  # a star import whose names are not known statically
+        self.changes_sys_path = False  # sys.path.append/insert/extend: other modules may become importable
 
     def exported(self) -> dict:
         """What `from this_module import *` gives (as far as check follows names): local name -> qualified."""
@@ -137,11 +138,14 @@ class _Scanner(ast.NodeVisitor):
                 self._bound.add(root)
             self._adapter_module_import(node, alias.name)
             self._tensorflow_import(node, alias.name, ())
-            self._local_import(alias.name, 0)
+            if self._local_import(alias.name, 0) is None:
+                self._installed(node, alias.name)
 
     def visit_ImportFrom(self, node):
         module = node.module or ""
         local = self._local_import(module, node.level, [a.name for a in node.names if a.name != "*"])
+        if local is None and not node.level:
+            self._installed(node, module)
         for alias in node.names:
             if alias.name == "*":
                 table = aliases.MODULES.get(module) if not node.level else None
@@ -179,6 +183,27 @@ class _Scanner(ast.NodeVisitor):
                 self._project.scan(sub)
         path = self._project.resolve(module, level, self._path) if module or level else None
         return self._project.scan(path) if path is not None else None
+
+    def visit_Try(self, node):
+        # Imports inside `try:` may be optional (`except ImportError:`): not reported as missing.
+        self._guarded = getattr(self, "_guarded", 0) + 1
+        for statement in node.body:
+            self.visit(statement)
+        self._guarded -= 1
+        for part in (*node.handlers, *node.orelse, *node.finalbody):
+            self.visit(part)
+
+    visit_TryStar = visit_Try
+
+    def _installed(self, node, module):
+        """An import of a module that is neither local, nor an adapter / TensorFlow path, nor installed."""
+        top = module.split(".")[0]
+        if (not top or getattr(self, "_guarded", 0) or top in aliases.ROOTS or top in ("tensorflow", "horovod")
+                or check_tensorflow.module_exists(top)):
+            return
+        self.add(Finding(node.lineno, "imports", top, "not installed",
+                         "neither a module next to the script nor installed here: ModuleNotFoundError", True),
+                 once_key=("imports", top))
 
     def _tensorflow_import(self, node, module, names):
         """Imports of TensorFlow paths: removed modules, TF 1 paths the TF1 world provides, tf.contrib."""
@@ -322,6 +347,11 @@ class _Scanner(ast.NodeVisitor):
 
     # ---- NPURunConfig calls ------------------------------------------------------------------------
     def visit_Call(self, node):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("append", "insert", "extend") and \
+                isinstance(func.value, ast.Attribute) and func.value.attr == "path" and \
+                isinstance(func.value.value, ast.Name) and func.value.value.id == "sys":
+            self.changes_sys_path = True
         qualified = self.qualified(node.func)
         if qualified in RUN_CONFIG_TARGETS or (qualified is None and isinstance(node.func, ast.Name)
                                                and node.func.id == "NPURunConfig"):
@@ -461,9 +491,15 @@ class _Project:
         self.script = os.path.abspath(script_path)
         self.scan(self.script, source)
         found = []
+        changed = any(scanner.changes_sys_path for scanner in self.scanners.values())
         for path, scanner in self.scanners.items():
             relative = "" if path == self.script else os.path.relpath(path, self.root)
-            found += [Finding(**{**asdict(f), "file": relative}) for f in scanner.findings]
+            for f in scanner.findings:
+                if changed and f.section == "imports":  # found through the script's own sys.path entries?
+                    f = Finding(**{**asdict(f), "status": "not found here", "error": False, "detail":
+                                   "not next to the script nor installed; the scripts add to sys.path, so it may "
+                                   "be found there (not checked)"})
+                found.append(Finding(**{**asdict(f), "file": relative}))
         return sorted(found, key=lambda f: (f.file != "", f.file, f.line, f.section, f.name))
 
 
@@ -477,7 +513,8 @@ SECTIONS = (("option", "NPURunConfig / RunConfig options"),
             ("parameter_map", "NpuOptimizer parameter_map entries"),
             ("adapter", "Ascend adapter APIs"),
             ("tensorflow", "TensorFlow APIs that TensorFlow 2.21 lacks"),
-            ("horovod", "Horovod"))
+            ("horovod", "Horovod"),
+            ("imports", "Other imports"))
 
 
 def render_text(findings, filename: str) -> str:
