@@ -83,6 +83,17 @@ def _literal(node):
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
+def _star_target(module: str, name: str, entry) -> str:
+    """What a name brought in by an adapter star import stands for: npu_init's re-exported modules
+    (`tf`, `os`) are followed as those modules (so `tf.Session` is checked as TensorFlow 1 API)."""
+    target = getattr(entry, "target", "")
+    if target == "npurun.compat.shims:script_tensorflow":  # the TF1 world's tensorflow, else tf.compat.v1
+        return "tensorflow" if check_tensorflow.world_available() else "tensorflow.compat.v1"
+    if target and ":" not in target and target.split(".")[0] not in (*aliases.ROOTS, "npurun"):
+        return target
+    return f"{module}.{name}"
+
+
 def _availability(entry) -> str:
     """'available', 'unsupported' or 'not available yet: <reason>', from the files installed (no import)."""
     if isinstance(entry, aliases.Unsupported):
@@ -151,8 +162,8 @@ class _Scanner(ast.NodeVisitor):
                 table = aliases.MODULES.get(module) if not node.level else None
                 if table is not None:
                     self._adapter_star = module
-                    for name in table.names:
-                        self.star_names[name] = f"{module}.{name}"
+                    for name, entry in table.names.items():
+                        self.star_names[name] = _star_target(module, name, entry)
                 elif local is not None:
                     self.star_names.update({k: v for k, v in local.exported().items() if not k.startswith("_")})
                     self._unknown_star = self._unknown_star or local._unknown_star
