@@ -181,7 +181,7 @@ def test_imports_of_modules_that_are_neither_local_nor_installed(tmp_path):
 def test_tf_and_os_from_the_star_import_are_followed(tmp_path, monkeypatch):
     script = tmp_path / "train.py"
     script.write_text("from npu_bridge.npu_init import *\nsess = tf.Session()\nx = tf.no_such_name\n"
-                      "p = os.path.join('a', 'b')\n")
+                      "p = os.path.join('a', 'b')\nv = tf.__version__\n")
     for world in (True, False):  # npu_init's tf: the TF1 world's tensorflow, or tf.compat.v1 without it
         monkeypatch.setattr(check_tensorflow, "world_available", lambda: world)
         found = {f.name: f for f in check_file(str(script))}
