@@ -129,7 +129,8 @@ _OPS = "npurun.compat.npu_ops"
 _NO_NPU_SYSTEM = ("there is no NPU system to open or close on a CPU/GPU; the op it returns is a no-op")
 _NOT_KERAS3 = ("TF 2.21 ships Keras 3, which has no TF1 backend session or OptimizerV2 hooks to patch; "
                "use NPUEstimator, or tf.compat.v1 optimizers with npu_distributed_optimizer_wrapper")
-_NPU_KERNEL = ("a fused Ascend kernel with no CPU/GPU kernel here; write it with TensorFlow ops")
+_NPU_KERNEL = ("a fused Ascend kernel with no CPU/GPU kernel here; the adapter publishes only its signature, not "
+               "its exact computation, so a rewrite could differ silently: write it with TensorFlow ops")
 _GRAPH_ENGINE = ("the attributes it sets are read only by the Ascend graph engine; results are the same without "
                  "them, so the block runs as written")
 _KERNEL_LIBRARY = "Ascend AI CPU / custom kernels of the adapter with no CPU/GPU implementation here"
