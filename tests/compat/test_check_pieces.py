@@ -188,3 +188,12 @@ def test_tf_and_os_from_the_star_import_are_followed(tmp_path, monkeypatch):
         assert {name for _, name in _raising(script)} == {
             "tensorflow.no_such_name" if world else "tensorflow.compat.v1.no_such_name"}
         assert not any("os" in name for name in found)
+
+
+def test_adapter_names_missing_from_the_table_raise_where_imported_or_read(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("from npu_bridge.npu_init import no_such_name, NPURunConfig\n"
+                      "from npu_bridge.estimator import npu_ops, not_a_module\n"
+                      "y = npu_ops.dropout(1.0, 0.5)\nz = npu_ops.nothing_here(1)\n")
+    assert _raising(script) == {("", "npu_bridge.npu_init.no_such_name"), ("", "npu_bridge.estimator.not_a_module"),
+                                ("", "npu_bridge.estimator.npu_ops.nothing_here")}

@@ -179,7 +179,9 @@ class _Scanner(ast.NodeVisitor):
             qualified = f"{module}.{alias.name}"
             self.aliases[alias.asname or alias.name] = qualified
             if module.split(".")[0] in aliases.ROOTS:
-                if qualified in aliases.MODULES or aliases.lookup(qualified) is None:
+                if module in aliases.MODULES and qualified not in aliases.MODULES and aliases.lookup(qualified) is None:
+                    self._missing_adapter_name(node, module, alias.name, "ImportError")
+                elif qualified in aliases.MODULES or aliases.lookup(qualified) is None:
                     self._adapter_module_import(node, qualified if qualified in aliases.MODULES else module)
         if not node.level:
             self._tensorflow_import(node, module, [a.name for a in node.names if a.name != "*"])
@@ -232,6 +234,11 @@ class _Scanner(ast.NodeVisitor):
             targets = [f"{module}.{n}" for n in names] if module in ("tensorflow", "tensorflow.compat.v1") else []
         for target in targets:
             self._use(node, target)
+
+    def _missing_adapter_name(self, node, module, name, error):
+        self.add(Finding(node.lineno, "adapter", f"{module}.{name}", "not provided",
+                         f"{module} has no {name!r} here: it is not in npurun's coverage table (docs/compat.md); "
+                         f"{error}", True), once_key=("adapter", f"{module}.{name}"))
 
     def _adapter_module_import(self, node, module):
         if module.split(".")[0] not in aliases.ROOTS:
@@ -305,6 +312,10 @@ class _Scanner(ast.NodeVisitor):
         if root in aliases.ROOTS:
             entry = aliases.lookup(qualified)
             if entry is None:
+                module, _, name = qualified.rpartition(".")
+                if qualified not in aliases.MODULES and module in aliases.MODULES:
+                    self._missing_adapter_name(node, module, name, "AttributeError")
+                    return True
                 return qualified in aliases.MODULES  # a module itself; its members are reported
             status = _availability(entry)
             error = status != "available"
