@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
-from . import checkpoints
+from . import checkpoints, scaffolds, tf_conformance
 from .inputs import call_with_accepted, fn_args
 from .spec import EstimatorSpec, ModeKeys
 
@@ -76,7 +76,7 @@ class ModeGraph:
             # The input pipeline runs on the host whatever the model's device is.
             with tf.device("/device:CPU:0"):
                 features, labels = make_features()
-            with device_scope(plan.device):
+            with tf_conformance.device_fn_scope(estimator.config), device_scope(plan.device):
                 if build_model is None:
                     self.spec = estimator.call_model_fn(features, labels, mode)
                 else:
@@ -99,9 +99,9 @@ class ModeGraph:
         return _v1.RunOptions(timeout_in_ms=self.plan.run_timeout_ms)
 
     def saver(self, **kwargs):
-        scaffold = self.spec.scaffold
-        if scaffold is not None and getattr(scaffold, "saver", None) is not None:
-            return scaffold.saver
+        saver = scaffolds.saver_of(self.spec.scaffold)
+        if saver is not None:
+            return saver
         # Retention is done by checkpoints.CheckpointWriter, so the Saver itself deletes nothing.
         return _v1.train.Saver(sharded=False, max_to_keep=None, allow_empty=True, **kwargs)
 
@@ -162,7 +162,7 @@ def local_init_op(graph):
 
 def start(sess, graph_ops: Any, saver, model_dir: str, checkpoint_path: Optional[str] = None,
           quarantine: bool = False, resume_input: bool = False,
-          wait_for_initialization: Optional[Callable] = None) -> Optional[str]:
+          wait_for_initialization: Optional[Callable] = None, scaffold=None) -> Optional[str]:
     """Initialise a new session: restore (the given or newest checkpoint) or initialise variables.
 
     `graph_ops` is (init_op, local_init_op, input_initializer or None); `saver` a Saver or a list
@@ -188,5 +188,10 @@ def start(sess, graph_ops: Any, saver, model_dir: str, checkpoint_path: Optional
         restored = checkpoint_path
     else:
         restored = checkpoints.restore_newest(savers, sess, model_dir, quarantine, resume_input)
-    sess.run(local_init if restored else full_init)
+    if restored:
+        tf_conformance.check_restored_shapes(sess.graph, restored)
+    if scaffolds.has_init_steps(scaffold):
+        scaffolds.initialize(sess, scaffold, bool(restored), full_init, local_init)
+    else:
+        sess.run(local_init if restored else full_init)
     return restored

@@ -13,11 +13,11 @@ from ..config import NPURunConfig
 from ..debug.exception_dump import exception_dump
 from ..distribute import errors as distribute_errors
 from ..runtime.plan import build_plan
-from . import building, checkpoints, export as export_lib, training_graph
+from . import building, checkpoints, export as export_lib, tf_conformance, training_graph
 from .hooks import HookRunner
 from .inputs import call_with_accepted, make_input
 from .model_dir import resolve_model_dir
-from .spec import ModeKeys
+from .spec import ModeKeys, check_hooks
 
 logger = logging.getLogger("npurun")
 _v1 = tf.compat.v1
@@ -59,6 +59,7 @@ class NPUEstimator:
         self._config = config
         self._params = dict(params or {})
         self._model_dir = resolve_model_dir(config.model_dir, model_dir)
+        self._config = tf_conformance.config_with_model_dir(config, self._model_dir)
         self._warm_start_from = warm_start_from
         self.last_plan = None  # the SessionPlan of the most recent session, for inspection
 
@@ -105,11 +106,8 @@ class NPUEstimator:
         if self._config.graph_run_mode == 0:
             raise ValueError("NPUEstimator.train: graph_run_mode=0 is inference mode; training needs "
                              "graph_run_mode=1 (NPURunConfig)")
-        if steps is not None and max_steps is not None:
-            raise ValueError("NPUEstimator.train: give steps or max_steps, not both")
-        for name, value in (("steps", steps), ("max_steps", max_steps)):
-            if value is not None and (not isinstance(value, (int, np.integer)) or value <= 0):
-                raise ValueError(f"NPUEstimator.train: {name} must be an int > 0; got {value!r}")
+        tf_conformance.check_steps(steps, max_steps)
+        hooks = check_hooks(hooks, "NPUEstimator.train hooks")
         if max_steps is not None:
             latest = checkpoints.latest_checkpoint(self._model_dir)
             if latest is not None and checkpoints.checkpoint_step(latest) is not None \
@@ -129,8 +127,8 @@ class NPUEstimator:
         `model_dir/eval` (or `model_dir/eval_<name>`), on the chief. Raises ValueError if there is
         no checkpoint to evaluate.
         """
-        if steps is not None and steps <= 0:
-            raise ValueError(f"NPUEstimator.evaluate: steps must be > 0 or None; got {steps}")
+        tf_conformance.check_steps(steps, None)
+        hooks = check_hooks(hooks, "NPUEstimator.evaluate hooks")
         path = self._checkpoint_to_use(checkpoint_path)
         if path is None:
             raise ValueError(f"NPUEstimator.evaluate: could not find a trained model (checkpoint) in "
