@@ -18,6 +18,7 @@ Nothing is replaced that works already: on a TensorFlow that still has `tf.estim
 """
 from __future__ import annotations
 
+import os
 import sys
 from importlib import import_module
 import types
@@ -72,6 +73,18 @@ def _make_estimator():
         def __init__(self, model_fn, model_dir=None, config=None, params=None, warm_start_from=None):
             super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
                              warm_start_from=warm_start_from)
+
+        def export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra=None, as_text=False,
+                               checkpoint_path=None, experimental_mode="infer"):
+            """As NPUEstimator's, returning the export directory as bytes (tf.estimator's type)."""
+            if experimental_mode != "infer":
+                raise ValueError(f"export_saved_model: experimental_mode={experimental_mode!r} is not supported by "
+                                 f"npurun; only ModeKeys.PREDICT ('infer') graphs are exported")
+            path = super().export_saved_model(export_dir_base, serving_input_receiver_fn, assets_extra=assets_extra,
+                                              as_text=as_text, checkpoint_path=checkpoint_path)
+            return os.fsencode(path)
+
+        export_savedmodel = export_saved_model
 
     Estimator.__module__ = "tensorflow.estimator"
     Estimator.__qualname__ = "Estimator"

@@ -28,7 +28,8 @@ def config_with_model_dir(config, model_dir):
 
 def device_fn_scope(config):
     device_fn = getattr(config, "device_fn", None)
-    return tf.device(device_fn) if device_fn is not None else contextlib.nullcontext()
+    # tf.device takes no functions in TF 2; the graph's own device stack does.
+    return _v1.get_default_graph().device(device_fn) if device_fn is not None else contextlib.nullcontext()
 
 
 class CheckpointShapeError(ValueError):
