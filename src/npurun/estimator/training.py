@@ -16,20 +16,28 @@ logger = logging.getLogger("npurun")
 class _EvaluateAfterSave(tf.compat.v1.train.CheckpointSaverListener):
     """Evaluates (and runs the exporters) after a checkpoint when `throttle_secs` passed since the last."""
 
-    def __init__(self, estimator, eval_spec: EvalSpec):
+    def __init__(self, estimator, eval_spec: EvalSpec, max_steps=None):
         self._estimator = estimator
         self._spec = eval_spec
+        self._max_steps = max_steps
         self._last_time = None
         self.last_step = None
         self.last_result = None
         self.export_results = []
 
+    def begin(self):
+        self._first_save = True
+
     def after_save(self, session, global_step_value):
+        if getattr(self, "_first_save", False):  # the checkpoint of the untrained start: nothing to evaluate
+            self._first_save = False
+            return False
         now = time.monotonic()
         if self._last_time is not None and now - self._last_time < self._spec.throttle_secs:
             return False
         self._last_time = now
-        self.evaluate(global_step_value, final=False)
+        # As tf.estimator: the evaluation at max_steps is the final one (FinalExporter exports there).
+        self.evaluate(global_step_value, final=self._max_steps is not None and global_step_value >= self._max_steps)
         return False
 
     def evaluate(self, step, final):
@@ -55,7 +63,7 @@ def train_and_evaluate(estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
         raise TypeError(f"train_and_evaluate: train_spec must be a TrainSpec; got {type(train_spec).__name__}")
     if not isinstance(eval_spec, EvalSpec):
         raise TypeError(f"train_and_evaluate: eval_spec must be an EvalSpec; got {type(eval_spec).__name__}")
-    listener = _EvaluateAfterSave(estimator, eval_spec)
+    listener = _EvaluateAfterSave(estimator, eval_spec, train_spec.max_steps)
     estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps,
                     saving_listeners=list(train_spec.saving_listeners) + [listener])
     latest = checkpoints.latest_checkpoint(estimator.model_dir)
