@@ -118,7 +118,8 @@ def test_exporters_run_after_evaluations(est):
                                                    throttle_secs=0))
     assert result["global_step"] == 6
     # Evaluations after the checkpoints at 2, 4, 6 (not at the start's 0): 3 latest exports, 2 kept; 1 final.
-    assert len([e for e in exported if e is not None]) == 4
+    # The result holds the last evaluation's exports (TF 2.15's Estimator gives the same).
+    assert [e is not None for e in exported] == [True, True]
     assert len(os.listdir(os.path.join(est.model_dir, "export", "latest"))) == 2
     assert len(os.listdir(os.path.join(est.model_dir, "export", "final"))) == 1
 
@@ -129,7 +130,8 @@ def test_best_exporter_exports_only_improvements(make_config, model_dir):
     best = exporters.BestExporter(serving_input_receiver_fn=_receiver, exports_to_keep=None)
     _, exported = train_and_evaluate(est, TrainSpec(input_fn(), max_steps=3),
                                      EvalSpec(input_fn(False), steps=None, exporters=best, throttle_secs=0))
-    assert [e is not None for e in exported] == [True, False, False]
+    assert exported == [None]  # the last evaluation was not the best (TF 2.15's Estimator agrees)
+    assert len(os.listdir(os.path.join(est.model_dir, "export", "best_exporter"))) == 1
     with pytest.raises(ValueError, match="must include best_eval_result"):
         exporters.BestExporter(serving_input_receiver_fn=_receiver, compare_fn=lambda a, current_eval_result: True)
     with pytest.raises(ValueError, match="unique names"):

@@ -46,9 +46,11 @@ class _EvaluateAfterSave(tf.compat.v1.train.CheckpointSaverListener):
                                                     hooks=self._spec.hooks, name=self._spec.name,
                                                     checkpoint_path=path)
         self.last_step = step
-        for exporter in self._spec.exporters:
-            base = os.path.join(self._estimator.model_dir, "export", exporter.name)
-            self.export_results.append(exporter.export(self._estimator, base, path, self.last_result, final))
+        # As tf.estimator: train_and_evaluate returns the last evaluation's export results, one per exporter.
+        self.export_results = [
+            exporter.export(self._estimator, os.path.join(self._estimator.model_dir, "export", exporter.name), path,
+                            self.last_result, final)
+            for exporter in self._spec.exporters]
 
 
 def train_and_evaluate(estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
@@ -57,7 +59,7 @@ def train_and_evaluate(estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
     Rules (the local mode of tf.estimator.train_and_evaluate): an evaluation runs after a
     checkpoint is saved when at least `eval_spec.throttle_secs` passed since the previous one, and
     always once when training ends (on the final checkpoint). Exporters run after each evaluation.
-    Returns `(last evaluation result, list of export results)`.
+    Returns `(last evaluation result, the last evaluation's export results, one per exporter)`.
     """
     if not isinstance(train_spec, TrainSpec):
         raise TypeError(f"train_and_evaluate: train_spec must be a TrainSpec; got {type(train_spec).__name__}")
