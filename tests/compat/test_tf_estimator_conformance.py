@@ -216,3 +216,25 @@ def test_train_and_evaluate_argument_wording(tmp_path):
         TrainSpec("input_fn")
     with pytest.raises(TypeError, match="All hooks must be SessionRunHook instances"):
         EvalSpec(input_fn, hooks=[object()])
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (dict(model_dir=""), "model_dir should be non-empty"),
+    (dict(save_summary_steps=-1), "save_summary_steps should be >= 0"),
+    (dict(keep_checkpoint_max=-1), "keep_checkpoint_max should be >= 0"),
+    (dict(keep_checkpoint_every_n_hours=0), "keep_checkpoint_every_n_hours should be > 0"),
+    (dict(log_step_count_steps=0), "log_step_count_steps should be > 0"),
+    (dict(tf_random_seed=1.5), "tf_random_seed must be integer"),
+    (dict(session_config=1), "session_config must be instance of ConfigProto"),
+])
+def test_run_config_rejects_with_tf_estimators_wording(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        RunConfig(**arguments)
+
+
+def test_model_fn_with_an_unexpected_argument_is_named():
+    def model_fn(features, labels, mode, extra):
+        raise AssertionError("not called")
+
+    with pytest.raises(ValueError, match=r"has following not expected args: \['extra'\]"):
+        _estimator_class()(model_fn)

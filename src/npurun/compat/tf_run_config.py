@@ -57,6 +57,37 @@ def _tf_config() -> dict:
     return parsed if isinstance(parsed, dict) else {}
 
 
+def _is_int(value) -> bool:
+    import numbers
+
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+# tf.estimator.RunConfig's own checks, with its wording (NPURunConfig's checks follow, naming what is allowed).
+_TF_CHECKS = (
+    ("model_dir", lambda v: bool(v), "model_dir should be non-empty"),
+    ("save_summary_steps", lambda v: not _is_int(v) or v >= 0, "save_summary_steps should be >= 0"),
+    ("save_checkpoints_steps", lambda v: not _is_int(v) or v >= 0, "save_checkpoints_steps should be >= 0"),
+    ("save_checkpoints_secs", lambda v: not isinstance(v, (int, float)) or v >= 0,
+     "save_checkpoints_secs should be >= 0"),
+    ("keep_checkpoint_max", lambda v: not _is_int(v) or v >= 0, "keep_checkpoint_max should be >= 0"),
+    ("keep_checkpoint_every_n_hours", lambda v: not isinstance(v, (int, float)) or v > 0,
+     "keep_checkpoint_every_n_hours should be > 0"),
+    ("log_step_count_steps", lambda v: not _is_int(v) or v > 0, "log_step_count_steps should be > 0"),
+    ("tf_random_seed", _is_int, "tf_random_seed must be integer."),
+)
+
+
+def _tf_checks(options):
+    for name, accepted, message in _TF_CHECKS:
+        value = options.get(name)
+        if value is not None and value is not _DEFAULT and not accepted(value):
+            raise ValueError(f"RunConfig: {message} (got {name}={value!r})")
+    config = options.get("session_config")
+    if config is not None and type(config).__name__ != "ConfigProto":
+        raise ValueError(f"RunConfig: session_config must be instance of ConfigProto (got {config!r})")
+
+
 def _check_device_fn(device_fn):
     if device_fn is None:
         return
@@ -94,6 +125,7 @@ class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
             else:
                 raise TypeError(f"RunConfig() got an unexpected keyword argument {name!r}")
         _check_device_fn(kept.get("device_fn"))
+        _tf_checks(options)
         if "model_dir" in tf_config:
             if options.get("model_dir") is not None and os.fspath(options["model_dir"]) != tf_config["model_dir"]:
                 raise ValueError(f"model_dir are set both in constructor and TF_CONFIG, but with different values: "

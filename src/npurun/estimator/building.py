@@ -47,7 +47,8 @@ def check_model_fn(model_fn: Callable) -> None:
         raise TypeError(f"model_fn must be callable; got {type(model_fn).__name__}")
     unknown = [name for name in fn_args(model_fn) if name not in MODEL_FN_ARGS]
     if unknown:
-        raise ValueError(f"model_fn takes argument(s) {unknown}; allowed: {list(MODEL_FN_ARGS)} (any subset)")
+        raise ValueError(f"model_fn ({getattr(model_fn, '__name__', model_fn)}) has following not expected args: "
+                         f"{unknown}; allowed: {list(MODEL_FN_ARGS)} (any subset)")
 
 
 def device_scope(device: str):
