@@ -46,8 +46,8 @@ def test_tf_estimator_unsupported_and_unknown_names(active):
     with pytest.raises(compat.AdapterAPIError, match=r"tensorflow\.estimator\.DNNClassifier is not supported by "
                                                       r"npurun: premade"):
         tf.estimator.DNNClassifier(hidden_units=[10], feature_columns=[])
-    with pytest.raises(AttributeError, match=r"tensorflow\.estimator\.WarmStartSettings is not provided"):
-        tf.estimator.WarmStartSettings
+    with pytest.raises(AttributeError, match=r"tensorflow\.estimator\.NoSuchName is not provided"):
+        tf.estimator.NoSuchName
 
 
 def test_run_config_has_tf_signature_and_defaults():

@@ -134,3 +134,44 @@ def test_predict_specs_get_default_export_outputs():
                           export_outputs={"a": head, "b": PredictOutput(scores)})
         with pytest.raises(TypeError, match="Values in export_outputs must be ExportOutput"):
             EstimatorSpec(ModeKeys.PREDICT, predictions=scores, export_outputs={"a": scores})
+
+
+def test_add_metrics_adds_keras_metrics_to_evaluation(estimator):
+    from npurun.estimator.add_metrics import add_metrics
+
+    def metric_fn(labels, features):
+        total = tf.keras.metrics.Sum()
+        total.update_state(labels)
+        return {"label_sum": total, "feature_mean": v1.metrics.mean(features["x"])}
+
+    extended = add_metrics(estimator, metric_fn)
+    assert type(extended) is type(estimator) and extended.model_dir == estimator.model_dir
+    result = extended.evaluate(_input_fn)
+    assert result["label_sum"] == pytest.approx(Y.sum())
+    assert result["feature_mean"] == pytest.approx(X.mean())
+    assert result["mean_logit"] == pytest.approx(estimator.evaluate(_input_fn)["mean_logit"])
+    with pytest.raises(ValueError, match="has following not expected args"):
+        add_metrics(estimator, lambda labels, weights: {})
+
+
+def test_warm_start_settings_select_and_rename(make_config, tmp_path):
+    from npurun.estimator.warm_start import WarmStartSettings
+
+    source = NPUEstimator(_model_fn, model_dir=str(tmp_path / "source"), config=make_config())
+    source.train(_input_fn, steps=1)
+    trained = source.get_variable_value("w")
+
+    def renamed_model_fn(features, labels, mode):
+        v = v1.get_variable("v", [2, 1], initializer=v1.zeros_initializer())
+        loss = tf.reduce_mean(tf.matmul(features["x"], v)) * 0.0
+        return EstimatorSpec(mode, loss=loss, train_op=v1.assign_add(v1.train.get_global_step(), 1))
+
+    target = NPUEstimator(renamed_model_fn, model_dir=str(tmp_path / "target"), config=make_config(),
+                          warm_start_from=WarmStartSettings(str(tmp_path / "source"), vars_to_warm_start=["v"],
+                                                            var_name_to_prev_var_name={"v": "w"}))
+    target.train(_input_fn, steps=1)
+    np.testing.assert_array_equal(target.get_variable_value("v"), trained)
+    nothing = NPUEstimator(renamed_model_fn, model_dir=str(tmp_path / "nothing"), config=make_config(),
+                           warm_start_from=WarmStartSettings(str(tmp_path / "source"), vars_to_warm_start=None))
+    nothing.train(_input_fn, steps=1)
+    np.testing.assert_array_equal(nothing.get_variable_value("v"), np.zeros([2, 1]))

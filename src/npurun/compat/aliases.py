@@ -357,6 +357,10 @@ TF_ESTIMATOR = {
     "EvalSpec": Mapped(f"{_EST}:EvalSpec"),
     "train_and_evaluate": Mapped(f"{_EST}:train_and_evaluate"),
     "NanLossDuringTrainingError": Mapped(f"{_EST}:NanLossDuringTrainingError"),
+    "WarmStartSettings": Mapped(f"{_EST}.warm_start:WarmStartSettings",
+                                "vars_to_warm_start (regex or list) and var_name_to_prev_var_name; no vocab remapping"),
+    "add_metrics": Mapped(f"{_EST}.add_metrics:add_metrics"),
+    "Exporter": Mapped(f"{_EST}.exporters:Exporter"),
     "export": Mapped(f"{_EST}.export", "ServingInputReceiver, TensorServingInputReceiver, ClassificationOutput, "
                                        "RegressionOutput, PredictOutput, ExportOutput, "
                                        "build_raw_serving_input_receiver_fn, build_parsing_serving_input_receiver_fn"),
@@ -376,7 +380,7 @@ TF_ESTIMATOR = {
         "DNNLinearCombinedRegressor", "BoostedTreesClassifier", "BoostedTreesRegressor", "BaselineClassifier",
         "BaselineRegressor")},
     **{exporter: Mapped(f"{_EST}.exporters:{exporter}") for exporter in (
-        "LatestExporter", "BestExporter", "FinalExporter", "Exporter")},
+        "LatestExporter", "BestExporter", "FinalExporter")},
 }
 TF_LAYERS = {name: Mapped(f"npurun.compat.layers:{name}") for name in (
     "dense", "conv2d", "max_pooling2d", "average_pooling2d", "dropout", "flatten", "batch_normalization")}

@@ -122,30 +122,11 @@ def call_model_fn(model_fn, features, labels, mode, params, config) -> Estimator
 
 
 def warm_start(source) -> None:
-    """Initialise the trainable variables found in `source` (with the same name and shape) from it.
+    """Initialise variables from `source` (a checkpoint, directory or WarmStartSettings; see warm_start.py).
+    Must run before the variables' initialisers are grouped."""
+    from . import warm_start as warm_start_lib
 
-    `source`: a checkpoint prefix or directory, or an object with `ckpt_to_initialize_from` (and
-    optionally `vars_to_warm_start`, a regular expression) like tf.estimator.WarmStartSettings.
-    Must run before the variables' initialisers are grouped.
-    """
-    import re
-
-    path, pattern = source, ".*"
-    if hasattr(source, "ckpt_to_initialize_from"):
-        path = source.ckpt_to_initialize_from
-        pattern = getattr(source, "vars_to_warm_start", None) or ".*"
-    prefix = checkpoints.resolve(str(path))
-    if prefix is None:
-        raise ValueError(f"warm_start_from: no readable checkpoint at {path!r}")
-    shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
-    assignment = {}
-    for variable in _v1.trainable_variables():
-        name = variable.op.name
-        if re.match(pattern, name) and name in shapes and list(shapes[name]) == variable.shape.as_list():
-            assignment[name] = variable
-    if assignment:
-        _v1.train.init_from_checkpoint(prefix, assignment)
-    logger.info("Warm-starting %d variable(s) from %s", len(assignment), prefix)
+    warm_start_lib.apply(source)
 
 
 def init_op(graph):
