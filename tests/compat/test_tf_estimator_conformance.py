@@ -202,7 +202,7 @@ def test_train_and_evaluate_argument_wording(tmp_path):
         est.train(input_fn, max_steps=-1)
     with pytest.raises(ValueError, match="Can not provide both steps and max_steps"):
         est.train(input_fn, steps=1, max_steps=2)
-    with pytest.raises(TypeError, match="All hooks must be SessionRunHook instances"):
+    with pytest.raises(TypeError, match="Hooks must be a SessionRunHook, given: 'not a hook'"):
         est.train(input_fn, steps=1, hooks=["not a hook"])
     from npurun.estimator import EvalSpec, TrainSpec
 

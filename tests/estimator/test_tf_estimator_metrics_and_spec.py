@@ -93,6 +93,8 @@ def test_spec_messages_keep_tf_estimator_wording():
             EstimatorSpec(ModeKeys.PREDICT)
         with pytest.raises(ValueError, match="Loss must be scalar"):
             EstimatorSpec(ModeKeys.EVAL, loss=tf.constant([1.0, 2.0]))
+        with pytest.raises(TypeError, match="loss must be Tensor"):
+            EstimatorSpec(ModeKeys.EVAL, loss="x")
         with pytest.raises(TypeError, match="train_op must be Operation or Tensor"):
             EstimatorSpec(ModeKeys.TRAIN, loss=loss, train_op="minimize")
         with pytest.raises(TypeError, match="Values of eval_metric_ops must be"):
@@ -132,7 +134,7 @@ def test_predict_specs_get_default_export_outputs():
         with pytest.raises(ValueError, match="none of them is specified as the default"):
             EstimatorSpec(ModeKeys.PREDICT, predictions=scores,
                           export_outputs={"a": head, "b": PredictOutput(scores)})
-        with pytest.raises(TypeError, match="Values in export_outputs must be ExportOutput"):
+        with pytest.raises(TypeError, match="Values in `export_outputs` must be ExportOutput"):
             EstimatorSpec(ModeKeys.PREDICT, predictions=scores, export_outputs={"a": scores})
 
 

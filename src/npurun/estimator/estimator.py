@@ -21,6 +21,7 @@ from .spec import ModeKeys, check_hooks
 
 logger = logging.getLogger("npurun")
 _v1 = tf.compat.v1
+_HOOKS_WORDING = "Hooks must be a SessionRunHook, given:"  # tf.estimator's words for train/evaluate hooks
 
 
 class NPUEstimator:
@@ -107,7 +108,7 @@ class NPUEstimator:
             raise ValueError("NPUEstimator.train: graph_run_mode=0 is inference mode; training needs "
                              "graph_run_mode=1 (NPURunConfig)")
         tf_conformance.check_steps(steps, max_steps)
-        hooks = check_hooks(hooks, "NPUEstimator.train hooks")
+        hooks = check_hooks(hooks, "NPUEstimator.train", _HOOKS_WORDING)
         if max_steps is not None:
             latest = checkpoints.latest_checkpoint(self._model_dir)
             if latest is not None and checkpoints.checkpoint_step(latest) is not None \
@@ -124,15 +125,15 @@ class NPUEstimator:
 
         Returns a dict with each `eval_metric_ops` value, `loss` (the mean loss over the batches)
         and `global_step` (of the checkpoint evaluated). Summaries of the results go to
-        `model_dir/eval` (or `model_dir/eval_<name>`), on the chief. Raises ValueError if there is
-        no checkpoint to evaluate.
+        `model_dir/eval` (or `model_dir/eval_<name>`), on the chief. Without a checkpoint the variables
+        are freshly initialised (with a warning), as tf.estimator does.
         """
         tf_conformance.check_steps(steps, None)
-        hooks = check_hooks(hooks, "NPUEstimator.evaluate hooks")
+        hooks = check_hooks(hooks, "NPUEstimator.evaluate", _HOOKS_WORDING)
         path = self._checkpoint_to_use(checkpoint_path)
-        if path is None:
-            raise ValueError(f"NPUEstimator.evaluate: could not find a trained model (checkpoint) in "
-                             f"{self._model_dir}")
+        if path is None:  # as tf.estimator: evaluate freshly initialised variables, with a warning
+            logger.warning("Could not find trained model in model_dir: %s, running initialization to evaluate.",
+                           self._model_dir)
         plan = self._plan(ModeKeys.EVAL)
         holder = {}
         with plan.environment():
@@ -221,8 +222,8 @@ class NPUEstimator:
         """
         path = self._checkpoint_to_use(checkpoint_path)
         if path is None:
-            raise ValueError(f"NPUEstimator.export_saved_model: could not find a trained model (checkpoint) in "
-                             f"{self._model_dir}")
+            raise ValueError(f"NPUEstimator.export_saved_model: Couldn't find trained model at {self._model_dir} "
+                             f"(no checkpoint; train first or give checkpoint_path)")
         return export_lib.export(self, self._plan(ModeKeys.PREDICT), export_dir_base, serving_input_receiver_fn,
                                  path, assets_extra=assets_extra, as_text=as_text)
 

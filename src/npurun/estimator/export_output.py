@@ -119,11 +119,11 @@ def with_default(export_outputs, predictions):
     if export_outputs is None:
         return {DEFAULT_SIGNATURE: PredictOutput(predictions)}
     if not isinstance(export_outputs, dict):
-        raise TypeError(f"export_outputs must be dict, given: {export_outputs}")
+        raise TypeError(f"`export_outputs` must be dict, given: {export_outputs}")
     outputs = dict(export_outputs)
     for value in outputs.values():
         if not isinstance(value, ExportOutput):
-            raise TypeError(f"Values in export_outputs must be ExportOutput objects (ClassificationOutput, "
+            raise TypeError(f"Values in `export_outputs` must be ExportOutput objects (ClassificationOutput, "
                             f"RegressionOutput, PredictOutput). Given: {outputs}")
     if len(outputs) == 1 and DEFAULT_SIGNATURE not in outputs:
         outputs[DEFAULT_SIGNATURE] = next(iter(outputs.values()))

@@ -115,8 +115,8 @@ class NPUEstimatorSpec(EstimatorSpec):
         return self._host_call
 
 
-def check_hooks(hooks, where):
-    """The hooks as a list; TypeError (tf.estimator's wording) for anything not a SessionRunHook."""
+def check_hooks(hooks, where, wording="All hooks must be SessionRunHook instances, given:"):
+    """The hooks as a list; TypeError (tf.estimator's `wording`) for anything not a SessionRunHook."""
     if hooks is None:
         return []
     if isinstance(hooks, (str, bytes)) or not hasattr(hooks, "__iter__"):
@@ -124,7 +124,7 @@ def check_hooks(hooks, where):
     hooks = list(hooks)
     for hook in hooks:
         if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
-            raise TypeError(f"{where}: All hooks must be SessionRunHook instances, given: {hook!r} "
+            raise TypeError(f"{where}: {wording} {hook!r} "
                             f"({type(hook).__name__}; hooks subclass tf.compat.v1.train.SessionRunHook)")
     return hooks
 

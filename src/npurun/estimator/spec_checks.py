@@ -46,10 +46,7 @@ def loss(value, mode):
             raise ValueError(f"Missing loss. EstimatorSpec in {mode.upper()} mode needs a scalar loss tensor")
         return None
     if not _is_tensor(value):
-        try:  # tf.estimator wants a Tensor; a Python number or numpy scalar converts harmlessly
-            value = tf.convert_to_tensor(value)
-        except (TypeError, ValueError):
-            raise TypeError(f"loss must be Tensor, given: {value!r}") from None
+        raise TypeError(f"loss must be Tensor, given: {value!r} (a scalar tensor computed from the model)")
     if value.shape.num_elements() not in (None, 1):
         raise ValueError(f"Loss must be scalar, given: {value} (shape {value.shape})")
     if value.shape.rank not in (None, 0):
