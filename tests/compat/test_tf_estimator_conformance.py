@@ -238,3 +238,20 @@ def test_model_fn_with_an_unexpected_argument_is_named():
 
     with pytest.raises(ValueError, match=r"has following not expected args: \['extra'\]"):
         _estimator_class()(model_fn)
+
+
+def test_an_evaluator_task_is_not_part_of_the_training_cluster(monkeypatch):
+    cluster = {"chief": ["host0:2222"], "worker": ["host1:2222", "host2:2222"]}
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 1}}))
+    worker = RunConfig()
+    assert (worker.master, worker.num_worker_replicas, worker.global_id_in_cluster) == ("grpc://host2:2222", 3, 2)
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "evaluator", "index": 0}}))
+    evaluator = RunConfig()  # TF 2.15's RunConfig gives the same values
+    assert evaluator.cluster_spec == tf.train.ClusterSpec({})
+    assert (evaluator.master, evaluator.evaluation_master, evaluator.num_worker_replicas,
+            evaluator.global_id_in_cluster, evaluator.is_chief) == ("", "", 0, None, False)
+
+
+def test_replace_rejects_unknown_arguments():
+    with pytest.raises(ValueError, match="Replacing no_such_thing is not supported"):
+        RunConfig().replace(no_such_thing=1)

@@ -162,6 +162,10 @@ class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
 
     def replace(self, **changes) -> "RunConfig":
         """A new RunConfig with `changes`; replacing one checkpoint interval drops the other."""
+        known = {name for name, _ in TF_RUN_CONFIG_PARAMETERS} | set(NPURunConfig.OPTIONS)
+        for name in changes:
+            if name not in known:
+                raise ValueError(f"Replacing {name} is not supported: RunConfig has no argument {name!r}")
         arguments = {**self._tf_given, **changes}
         if "save_checkpoints_steps" in changes and "save_checkpoints_secs" not in changes \
                 and changes["save_checkpoints_steps"] is not None:
@@ -184,18 +188,36 @@ class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
     def save_checkpoints_secs(self):
         return None if self._checkpoints_disabled else self.options["save_checkpoints_secs"]
 
+    # An evaluator task is not part of the training cluster (tf.estimator's rule).
+    def _is_evaluator(self) -> bool:
+        return self.task_type == "evaluator"
+
     @property
     def cluster_spec(self):
         import tensorflow as tf
 
-        return tf.train.ClusterSpec(super().cluster_spec)
+        return tf.train.ClusterSpec({} if self._is_evaluator() else super().cluster_spec)
+
+    @property
+    def num_worker_replicas(self) -> int:
+        return 0 if self._is_evaluator() else super().num_worker_replicas
+
+    @property
+    def num_ps_replicas(self) -> int:
+        return 0 if self._is_evaluator() else super().num_ps_replicas
+
+    @property
+    def global_id_in_cluster(self):
+        return None if self._is_evaluator() else super().global_id_in_cluster
 
     @property
     def master(self) -> str:
-        return self._session_master if self._session_master is not None else super().master
+        if self._session_master is not None:
+            return self._session_master
+        return "" if self._is_evaluator() else super().master
 
     @property
-    def evaluator_master(self) -> str:
+    def evaluation_master(self) -> str:
         return _tf_config().get("eval_session_master", "")
 
     @property
