@@ -121,6 +121,22 @@ def test_scaffold_saver_may_be_an_object_checkpoint(tmp_path):
     tf.train.Checkpoint(w=w, step=step).restore(tf.train.latest_checkpoint(str(tmp_path))).expect_partial()
     assert int(step.numpy()) == 3
     assert not np.allclose(w.numpy(), 0.5)  # trained values, read back object-based
+    assert est.evaluate(input_fn, steps=1)["global_step"] == 3  # evaluation restores through the same saver
+
+
+def test_scaffold_init_op_and_local_init_op_replace_the_defaults(tmp_path):
+    def scaffold():
+        w = [v for v in v1.global_variables() if v.op.name == "w"][0]
+        counter = v1.get_local_variable("inits", initializer=0.0)
+        with tf.control_dependencies([v1.global_variables_initializer()]):
+            init_op = w.assign([[1.0], [-1.0]]).op
+        return v1.train.Scaffold(init_op=init_op,
+                                 local_init_op=tf.group(counter.initializer, v1.tables_initializer()))
+
+    est = _estimator_class()(make_model_fn(scaffold_fn=scaffold), model_dir=str(tmp_path),
+                             config=RunConfig(save_checkpoints_steps=1))
+    est.train(input_fn, steps=1)
+    np.testing.assert_allclose(tf.train.load_variable(str(tmp_path / "model.ckpt-0"), "w"), [[1.0], [-1.0]])
 
 
 def test_scaffold_init_fn_loads_pretrained_weights_and_ready_op_is_checked(tmp_path):
