@@ -271,3 +271,12 @@ def test_an_evaluator_task_is_not_part_of_the_training_cluster(monkeypatch):
 def test_replace_rejects_unknown_arguments():
     with pytest.raises(ValueError, match="Replacing no_such_thing is not supported"):
         RunConfig().replace(no_such_thing=1)
+
+
+def test_train_and_evaluate_checks_its_arguments():
+    from npurun.estimator import EvalSpec, TrainSpec, train_and_evaluate
+
+    with pytest.raises(TypeError, match="`estimator` must have type `tf.estimator.Estimator`"):
+        train_and_evaluate(object(), TrainSpec(input_fn), EvalSpec(input_fn))
+    with pytest.raises(TypeError, match="`eval_spec` must have type `tf.estimator.EvalSpec`"):
+        train_and_evaluate(object(), TrainSpec(input_fn), "eval")

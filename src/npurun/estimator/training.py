@@ -61,10 +61,17 @@ def train_and_evaluate(estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
     always once when training ends (on the final checkpoint). Exporters run after each evaluation.
     Returns `(last evaluation result, the last evaluation's export results, one per exporter)`.
     """
+    from .estimator import NPUEstimator
+
     if not isinstance(train_spec, TrainSpec):
-        raise TypeError(f"train_and_evaluate: train_spec must be a TrainSpec; got {type(train_spec).__name__}")
+        raise TypeError(f"train_and_evaluate: `train_spec` must have type `tf.estimator.TrainSpec` (a TrainSpec). "
+                        f"Got: {type(train_spec).__name__}")
     if not isinstance(eval_spec, EvalSpec):
-        raise TypeError(f"train_and_evaluate: eval_spec must be an EvalSpec; got {type(eval_spec).__name__}")
+        raise TypeError(f"train_and_evaluate: `eval_spec` must have type `tf.estimator.EvalSpec` (an EvalSpec). "
+                        f"Got: {type(eval_spec).__name__}")
+    if not isinstance(estimator, NPUEstimator):
+        raise TypeError(f"train_and_evaluate: `estimator` must have type `tf.estimator.Estimator` (an NPUEstimator). "
+                        f"Got: {type(estimator).__name__}")
     listener = _EvaluateAfterSave(estimator, eval_spec, train_spec.max_steps)
     estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps,
                     saving_listeners=list(train_spec.saving_listeners) + [listener])
