@@ -189,3 +189,14 @@ def test_call_logit_fn_passes_what_it_names():
         assert logits.shape.as_list() == [2]
         with pytest.raises(ValueError, match="should return a Tensor"):
             experimental.call_logit_fn(lambda features: "logits", features, ModeKeys.TRAIN, {}, None)
+
+
+def test_signatures_the_receiver_cannot_feed_are_left_out(make_config, model_dir, tmp_path, caplog):
+    import logging
+
+    est = NPUEstimator(model_fn, model_dir=model_dir, config=make_config(), params={"classify": True})
+    est.train(input_fn(), steps=1)
+    with caplog.at_level(logging.WARNING, logger="npurun"):
+        path = est.export_saved_model(str(tmp_path), _receiver)  # float placeholders: no Classify API
+    assert set(tf.saved_model.load(path).signatures) == {"predict"}  # TF 2.15's Estimator keeps the same one
+    assert any("'serving_default' is left out" in r.getMessage() for r in caplog.records)

@@ -148,12 +148,27 @@ def build_parsing_serving_input_receiver_fn(feature_spec, default_batch_size=Non
 
 
 def signature_defs(spec, receiver) -> dict:
-    """The signatures: model_fn's export_outputs (a PREDICT spec always has them) for each receiver."""
+    """The signatures: model_fn's export_outputs (a PREDICT spec always has them) for each receiver.
+
+    As tf.estimator: a signature the receiver cannot feed (a Classify/Regress output without a
+    single string input) is left out with a warning; none left is a ValueError.
+    """
     outputs = with_default(spec.export_outputs, spec.predictions)
-    signatures = {name: out.as_signature_def(receiver.receiver_tensors) for name, out in outputs.items()}
-    for alt_name, tensors in receiver.receiver_tensors_alternatives.items():
+    receivers = [("", receiver.receiver_tensors)] + [(f"{alt}:", tensors) for alt, tensors
+                                                      in receiver.receiver_tensors_alternatives.items()]
+    signatures, excluded = {}, {}
+    for prefix, tensors in receivers:
         for name, out in outputs.items():
-            signatures[f"{alt_name}:{name}"] = out.as_signature_def(tensors)
+            try:
+                signatures[prefix + name] = out.as_signature_def(tensors)
+            except ValueError as error:
+                excluded[prefix + name] = str(error)
+    for name, why in excluded.items():
+        logger.warning("Signature %r is left out of the export: %s", name, why)
+    if not signatures:
+        raise ValueError(f"Export includes no signatures! Every export output was left out: {excluded}")
+    if DEFAULT_SIGNATURE not in signatures:
+        logger.warning("Export includes no default signature (%r)", DEFAULT_SIGNATURE)
     return signatures
 
 
