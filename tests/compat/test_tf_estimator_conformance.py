@@ -280,3 +280,11 @@ def test_train_and_evaluate_checks_its_arguments():
         train_and_evaluate(object(), TrainSpec(input_fn), EvalSpec(input_fn))
     with pytest.raises(TypeError, match="`eval_spec` must have type `tf.estimator.EvalSpec`"):
         train_and_evaluate(object(), TrainSpec(input_fn), "eval")
+
+
+def test_listeners_and_predict_hooks_are_checked(tmp_path):
+    est = _estimator_class()(make_model_fn(), model_dir=str(tmp_path))
+    with pytest.raises(TypeError, match="saving_listeners must be a list of CheckpointSaverListener"):
+        est.train(input_fn, steps=1, saving_listeners=[CountRuns()])
+    with pytest.raises(TypeError, match="Hooks must be a SessionRunHook, given: 3"):
+        next(est.predict(input_fn, hooks=[3]))

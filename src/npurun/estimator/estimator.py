@@ -108,6 +108,7 @@ class NPUEstimator:
             raise ValueError("NPUEstimator.train: graph_run_mode=0 is inference mode; training needs "
                              "graph_run_mode=1 (NPURunConfig)")
         tf_conformance.check_steps(steps, max_steps)
+        tf_conformance.check_listeners(saving_listeners)
         hooks = check_hooks(hooks, "NPUEstimator.train", _HOOKS_WORDING)
         if max_steps is not None:
             latest = checkpoints.latest_checkpoint(self._model_dir)
@@ -172,6 +173,7 @@ class NPUEstimator:
         `predict_keys` if given) or, with `yield_single_examples=False`, whole batches. Without a
         checkpoint the variables are freshly initialised (with a warning), as tf.estimator did.
         """
+        hooks = check_hooks(hooks, "NPUEstimator.predict", _HOOKS_WORDING)
         path = self._checkpoint_to_use(checkpoint_path)
         if path is None:
             logger.warning("No checkpoint in %s: predicting with freshly initialised variables", self._model_dir)

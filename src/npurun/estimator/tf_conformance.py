@@ -51,6 +51,12 @@ def check_restored_shapes(graph, prefix) -> None:
                 f"train in a new model_dir")
 
 
+def check_listeners(listeners) -> None:
+    for listener in listeners or ():
+        if not isinstance(listener, _v1.train.CheckpointSaverListener):
+            raise TypeError(f"saving_listeners must be a list of CheckpointSaverListener, given: {listener!r}")
+
+
 def check_steps(steps, max_steps) -> None:
     """Estimator.train's argument rules, in tf.estimator's words."""
     if steps is not None and max_steps is not None:
