@@ -288,3 +288,18 @@ def test_listeners_and_predict_hooks_are_checked(tmp_path):
         est.train(input_fn, steps=1, saving_listeners=[CountRuns()])
     with pytest.raises(TypeError, match="Hooks must be a SessionRunHook, given: 3"):
         next(est.predict(input_fn, hooks=[3]))
+
+
+def test_predict_without_a_checkpoint_runs_the_scaffold_init_fn(tmp_path):
+    def model_fn(features, labels, mode):
+        from npurun.estimator import EstimatorSpec
+
+        w = v1.get_variable("w", [2, 1], initializer=v1.zeros_initializer())
+        value = v1.placeholder(tf.float32, [2, 1])
+        assign = w.assign(value)
+        scaffold = v1.train.Scaffold(init_fn=lambda scaffold, session: session.run(assign, {value: [[1.0], [2.0]]}))
+        return EstimatorSpec(mode, predictions=tf.matmul(features["x"], w), scaffold=scaffold)
+
+    est = _estimator_class()(model_fn, model_dir=str(tmp_path))
+    predictions = list(est.predict(lambda: tf.data.Dataset.from_tensor_slices({"x": X}).batch(4)))
+    np.testing.assert_allclose(np.ravel(predictions), X @ np.array([1.0, 2.0], dtype="float32"), rtol=1e-6)

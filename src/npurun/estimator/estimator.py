@@ -149,7 +149,7 @@ class NPUEstimator:
                 runner, saver, ops = _prepare_restore(built, holder, hooks, spec.evaluation_hooks, plan)
             built.graph.finalize()
             with built.session(plan.target) as sess, distribute_errors.explained(self._config):
-                building.start(sess, ops, saver, self._model_dir, checkpoint_path=path)
+                building.start(sess, ops, saver, self._model_dir, checkpoint_path=path, scaffold=spec.scaffold)
                 runner.after_create_session(sess)
                 with exception_dump(self._config.options, sess, feed_dict=None, mode=ModeKeys.EVAL):
                     _run_until_end(sess, runner, update, steps, built.run_options())
@@ -192,7 +192,7 @@ class NPUEstimator:
                 runner, saver, ops = _prepare_restore(built, holder, hooks, spec.prediction_hooks, plan)
             built.graph.finalize()
             with built.session(plan.target) as sess:
-                building.start(sess, ops, saver, self._model_dir, checkpoint_path=path)
+                building.start(sess, ops, saver, self._model_dir, checkpoint_path=path, scaffold=spec.scaffold)
                 runner.after_create_session(sess)
                 options = built.run_options()
                 while True:
