@@ -424,8 +424,17 @@ TF_ESTIMATOR = {
     "EvalSpec": Mapped(f"{_EST}:EvalSpec"),
     "train_and_evaluate": Mapped(f"{_EST}:train_and_evaluate"),
     "NanLossDuringTrainingError": Mapped(f"{_EST}:NanLossDuringTrainingError"),
-    "export": Mapped(f"{_EST}.export", "ServingInputReceiver, PredictOutput, build_raw_serving_input_receiver_fn, "
-                                       "build_parsing_serving_input_receiver_fn"),
+    "WarmStartSettings": Mapped(f"{_EST}.warm_start:WarmStartSettings",
+                                "vars_to_warm_start (regex or list) and var_name_to_prev_var_name; no vocab remapping"),
+    "add_metrics": Mapped(f"{_EST}.add_metrics:add_metrics"),
+    "Exporter": Mapped(f"{_EST}.exporters:Exporter"),
+    "export": Mapped(f"{_EST}.export", "ServingInputReceiver, TensorServingInputReceiver, ClassificationOutput, "
+                                       "RegressionOutput, PredictOutput, ExportOutput, "
+                                       "build_raw_serving_input_receiver_fn, build_parsing_serving_input_receiver_fn"),
+    "experimental": Mapped(f"{_EST}.experimental", "InMemoryEvaluatorHook, stop_if_higher_hook, stop_if_lower_hook, "
+                                                   "stop_if_no_decrease_hook, stop_if_no_increase_hook, "
+                                                   "make_early_stopping_hook, build_raw_supervised_input_receiver_fn, "
+                                                   "call_logit_fn"),
     "inputs": Mapped("npurun.compat.tf_estimator:inputs",
                      "numpy_input_fn (a tf.data pipeline with the same batching, epochs and shuffling)"),
     **{hook: Mapped(f"{_V1_TRAIN}:{hook}") for hook in (
@@ -437,8 +446,8 @@ TF_ESTIMATOR = {
         "DNNClassifier", "DNNRegressor", "LinearClassifier", "LinearRegressor", "DNNLinearCombinedClassifier",
         "DNNLinearCombinedRegressor", "BoostedTreesClassifier", "BoostedTreesRegressor", "BaselineClassifier",
         "BaselineRegressor")},
-    **{exporter: Unsupported("exporters run from EvalSpec are not provided; call export_saved_model after "
-                             "training") for exporter in ("LatestExporter", "BestExporter", "FinalExporter", "Exporter")},
+    **{exporter: Mapped(f"{_EST}.exporters:{exporter}") for exporter in (
+        "LatestExporter", "BestExporter", "FinalExporter")},
 }
 TF_LAYERS = {name: Mapped(f"npurun.compat.layers:{name}") for name in (
     "dense", "conv2d", "max_pooling2d", "average_pooling2d", "dropout", "flatten", "batch_normalization")}

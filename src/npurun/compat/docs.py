@@ -44,6 +44,9 @@ While the compatibility layer is active (`npurun.compat.activate()` / `deactivat
   plan npurun builds for them (ConfigProto, environment, graph transforms, session hooks); any other
   config gives TensorFlow's own Session. Activating does not import TensorFlow; these are attached when
   the script imports it, and only where TensorFlow lacks them.
+- How this `tf.estimator` compares with the classic Estimator (what matches, the deliberate
+  differences, and why canned estimators such as `DNNClassifier` are not provided):
+  [tf_estimator.md](tf_estimator.md).
 - One deliberate difference: `tf.compat.v1.disable_v2_behavior()` and `disable_resource_variables()`
   keep resource variables (with a warning). Everything else `disable_v2_behavior()` does is done, but
   loop sinking (`iterations_per_loop`, `util.set_iteration_per_loop`) runs the training step inside a
