@@ -1,0 +1,180 @@
+"""The TensorFlow 1 world of scripts: `import tensorflow as tf` in a script gives TensorFlow 1's API.
+
+Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.placeholder`,
+`tf.contrib`, ...) written as `import tensorflow as tf`. While the compat layer is active:
+
+- `import tensorflow` / `from tensorflow import ...` in a *script* module (one whose file is not in
+  site-packages, the standard library or npurun) gives `TF1Module`: `tf.compat.v1` (with what
+  `tf_estimator.attach` adds: `tf.estimator`, the NpuOptimizer `Session`, TF 1 `layers`) plus
+  `tf.contrib` (`npurun.compat.contrib`). npurun and third-party libraries keep TensorFlow 2.
+  The importer is told apart by the globals the import statement passes to `__import__`, so a
+  script's own local modules (model.py next to train.py) are scripts too.
+- `tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist.input_data` are importable, and
+  `tensorflow.python.framework.graph_util.convert_variables_to_constants` exists again.
+- With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
+  shapes and tensor equality, v1 control flow) is switched on when a script first imports
+  TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
+  TensorFlow cannot switch back to eager execution afterwards, so graph mode stays for the process.
+"""
+from __future__ import annotations
+
+import builtins
+import importlib
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+import sysconfig
+import types
+
+from . import contrib
+
+_EXTRA_MODULES = {
+    "tensorflow.examples": None, "tensorflow.examples.tutorials": None, "tensorflow.examples.tutorials.mnist": None,
+    "tensorflow.examples.tutorials.mnist.input_data": "npurun.compat.mnist_input_data",
+}
+_NPURUN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class TF1Module(types.ModuleType):
+    """`tensorflow` as a TensorFlow 1 script sees it: `tf.compat.v1` plus `tf.contrib`."""
+
+    def __init__(self, v1):
+        super().__init__("tensorflow", "TensorFlow 1's API (tf.compat.v1) as npurun run gives it to scripts.")
+        self.__dict__["_v1"] = v1
+
+    def __getattr__(self, name):
+        if name == "contrib":
+            return importlib.import_module("tensorflow.contrib")
+        return getattr(self._v1, name)
+
+    def __dir__(self):
+        return sorted(set(dir(self._v1)) | {"contrib"})
+
+
+def _library_dirs() -> tuple:
+    paths = {_NPURUN_DIR}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            paths.add(sysconfig.get_paths()[key])
+        except KeyError:
+            pass
+    return tuple(os.path.realpath(p) + os.sep for p in paths if p)
+
+
+def is_script(globals_) -> bool:
+    """Whether an import with these module globals comes from a script (gets TensorFlow 1)."""
+    if not globals_:
+        return False
+    name = globals_.get("__name__") or ""
+    if name == "npurun" or name.startswith("npurun."):
+        return False
+    path = globals_.get("__file__")
+    if not path:
+        return name == "__main__"
+    path = os.path.realpath(path)
+    if os.sep + "site-packages" + os.sep in path or os.sep + "dist-packages" + os.sep in path:
+        return False
+    return not path.startswith(_library_dirs())
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Makes an import of one name give another module (`sys.modules` is read back after exec_module)."""
+
+    def __init__(self, make):
+        self._make = make
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        sys.modules[module.__name__] = self._make(module.__name__)
+
+
+class TF1Finder(importlib.abc.MetaPathFinder):
+    """`tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist...` while the TF1 world is on."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == "tensorflow.contrib" or fullname.startswith("tensorflow.contrib."):
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(contrib.module_for), is_package=True)
+        if fullname in _EXTRA_MODULES:
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(_extra_module), is_package=True)
+        return None
+
+
+def _extra_module(fullname):
+    target = _EXTRA_MODULES[fullname]
+    if target is not None:
+        return importlib.import_module(target)
+    module = types.ModuleType(fullname)
+    module.__path__ = []
+    return module
+
+
+class TF1World:
+    """Installs and removes everything above; `activate()` / `deactivate()` own one."""
+
+    def __init__(self, graph_mode: bool):
+        self.graph_mode = graph_mode
+        self._finder = TF1Finder()
+        self._original_import = None
+        self._module = None
+        self._patched = []  # (object, attribute) set by attach()
+
+    def install(self):
+        sys.meta_path.insert(0, self._finder)
+        self._original_import = original = builtins.__import__
+
+        def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
+            module = original(name, globals, locals, fromlist, level)
+            if level == 0 and name.partition(".")[0] == "tensorflow" and getattr(module, "__name__", "") == \
+                    "tensorflow" and is_script(globals):
+                return self.module()
+            return module
+
+        builtins.__import__ = tf1_import
+
+    def module(self) -> TF1Module:
+        if self._module is None:
+            import tensorflow as tf
+
+            if self.graph_mode:
+                self._enter_graph_mode()
+            self._module = TF1Module(tf.compat.v1)
+        return self._module
+
+    def _enter_graph_mode(self):
+        from tensorflow.python.compat import v2_compat
+        from tensorflow.python.eager import context
+        from tensorflow.python.ops import resource_variables_toggle
+
+        if context.executing_eagerly():
+            v2_compat.disable_v2_behavior()
+            resource_variables_toggle.enable_resource_variables()
+
+    def attach(self, tf):
+        """When TensorFlow is imported: TF 1 names at their TF 1 paths (`graph_util.convert_variables_to_constants`)."""
+        from tensorflow.python.framework import graph_util, indexed_slices, ops, tensor
+
+        # tf-slim 1.1 (and TF 1 code reaching into tensorflow.python) still name ops.Tensor / ops.IndexedSlices,
+        # which TensorFlow 2.21 moved to their own modules: the same classes, at their old names.
+        for obj, attribute, value in (
+                (graph_util, "convert_variables_to_constants", tf.compat.v1.graph_util.convert_variables_to_constants),
+                (ops, "Tensor", tensor.Tensor), (ops, "IndexedSlices", indexed_slices.IndexedSlices)):
+            if not hasattr(obj, attribute):
+                setattr(obj, attribute, value)
+                self._patched.append((obj, attribute))
+
+    def uninstall(self):
+        while self._finder in sys.meta_path:
+            sys.meta_path.remove(self._finder)
+        if self._original_import is not None and builtins.__import__ is not self._original_import:
+            builtins.__import__ = self._original_import
+        for name in list(sys.modules):
+            if (name.startswith("tensorflow.contrib") or name in _EXTRA_MODULES):
+                del sys.modules[name]
+        for obj, attribute in self._patched:
+            delattr(obj, attribute)
+        self._patched.clear()
+        # Graph mode, once entered, stays: TensorFlow cannot go back to eager after building graphs.
+        self._module = None
