@@ -37,14 +37,16 @@ def activate(graph_mode: bool = False) -> None:
     with _lock:
         if _finder is not None:
             return
-        from . import layers, tf_estimator
+        from . import tf_estimator
         from .finder import CompatFinder
         from .tf1 import TF1World
 
-        layers.install_alias()
         _tf1_world = TF1World(graph_mode)
 
         def on_tensorflow(module):
+            from . import layers  # imports tf-keras, which imports TensorFlow: only once it is imported
+
+            layers.install_alias()
             tf_estimator.attach(module)
             _tf1_world.attach(sys.modules["tensorflow"])
 

@@ -448,5 +448,9 @@ def render_markdown() -> str:
         for name, entry in module.names.items():
             lines.append(f"| `{name}` | {entry.status} | {_cell(describe(entry))} |")
         lines.append("")
+    from .contrib import render_markdown as render_contrib
+    from .docs import TF1_WORLD
+
+    lines += [TF1_WORLD.rstrip("\n"), "", render_contrib().rstrip("\n"), ""]
     lines.append(FOOTER.rstrip("\n"))
     return "\n".join(lines) + "\n"

@@ -39,9 +39,11 @@ _NPURUN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 class TF1Module(types.ModuleType):
     """`tensorflow` as a TensorFlow 1 script sees it: `tf.compat.v1` plus `tf.contrib`."""
 
-    def __init__(self, v1):
+    def __init__(self, tf):
         super().__init__("tensorflow", "TensorFlow 1's API (tf.compat.v1) as npurun run gives it to scripts.")
-        self.__dict__["_v1"] = v1
+        self.__dict__["_v1"] = tf.compat.v1
+        # tf.compat.v1.compat.v1 is another module object than tf.compat.v1 (which attach() adjusts).
+        self.__dict__["compat"] = tf.compat
 
     def __getattr__(self, name):
         if name == "contrib":
@@ -140,7 +142,7 @@ class TF1World:
 
             if self.graph_mode:
                 self._enter_graph_mode()
-            self._module = TF1Module(tf.compat.v1)
+            self._module = TF1Module(tf)
         return self._module
 
     def _enter_graph_mode(self):
