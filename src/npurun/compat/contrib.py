@@ -24,10 +24,20 @@ _SLIM = "tf_slim"
 _V1 = "tensorflow.compat.v1"
 
 
+def _target(target: str) -> str:
+    """`"tensorflow.compat.v1:train.list_variables"` -> `"tensorflow.compat.v1.train:list_variables"`."""
+    module, _, attribute = target.partition(":")
+    if "." in attribute:
+        path, _, attribute = attribute.rpartition(".")
+        module = f"{module}.{path}"
+    return f"{module}:{attribute}" if attribute else module
+
+
 def _from(module: str, *names: str, rename: dict | None = None) -> dict:
+    """`names` from `module`, and `rename` = {name: full target ("module:attr" or a module path)}."""
     table = {name: Mapped(f"{module}:{name}") for name in names}
     for name, target in (rename or {}).items():
-        table[name] = Mapped(target if ":" in target else f"{module}:{target}")
+        table[name] = Mapped(_target(target))
     return table
 
 
@@ -41,7 +51,7 @@ LAYERS = _from(_SLIM, *"""
     images_to_sequence sequence_to_images scale_gradient legacy_fully_connected optimize_loss OPTIMIZER_CLS_NAMES
     OPTIMIZER_SUMMARIES summarize_activation summarize_activations summarize_collection summarize_tensor
     summarize_tensors recompute_grad rev_block RevBlock GDN gdn
-    """.split(), rename={"xavier_initializer_conv": "xavier_initializer_conv2d"})
+    """.split(), rename={"xavier_initializer_conv": f"{_SLIM}:xavier_initializer_conv2d"})
 _FEATURE_COLUMNS = ("contrib's feature columns were replaced by tf.feature_column, whose API differs; "
                     "rewrite the input layer with tf.feature_column")
 LAYERS.update({name: Unsupported(_FEATURE_COLUMNS) for name in (
@@ -68,7 +78,7 @@ DATA = _from(f"{_V1}", rename={name: f"{_V1}:data.experimental.{name}" for name 
     choose_from_datasets Counter scan enumerate_dataset get_single_element make_batched_features_dataset
     make_csv_dataset CsvDataset SqlDataset rejection_resample dense_to_sparse_batch parse_example_dataset
     make_saveable_from_iterator""".split()})
-DATA.update({"TFRecordDataset": Mapped(f"{_V1}:data.TFRecordDataset"),
+DATA.update({"TFRecordDataset": Mapped(_target(f"{_V1}:data.TFRecordDataset")),
              "batch_and_drop_remainder": Mapped("npurun.compat.hparams:batch_and_drop_remainder"),
              "sliding_window_batch": Unsupported("removed in TensorFlow 1.13; use Dataset.window(...).flat_map")})
 
@@ -90,7 +100,7 @@ METRICS = _from(_V1, rename={
     "streaming_mean_absolute_error": f"{_V1}:metrics.mean_absolute_error"})
 
 TRAINING = {"HParams": Mapped("npurun.compat.hparams:HParams"),
-            "checkpoints_iterator": Mapped(f"{_V1}:train.checkpoints_iterator"),
+            "checkpoints_iterator": Mapped(_target(f"{_V1}:train.checkpoints_iterator")),
             "wait_for_new_checkpoint": Mapped("tensorflow.python.training.checkpoint_utils:wait_for_new_checkpoint")}
 
 _LAZY_ADAM = ("LazyAdam's sparse (row-wise) updates are not provided; tf.compat.v1.train.AdamOptimizer gives "

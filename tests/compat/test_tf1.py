@@ -1,0 +1,153 @@
+"""The TensorFlow 1 world of `npurun run`: scripts get tf.compat.v1 + tf.contrib in graph mode, npurun keeps TF 2."""
+import textwrap
+
+import numpy as np
+import pytest
+
+from npurun.compat import contrib, hparams, mnist_input_data, tf1
+from npurun.compat.aliases import Mapped
+
+from .conftest import run_compat
+
+TF1_SCRIPT = """\
+import sys
+import tensorflow as tf
+import tensorflow.compat.v1 as v1
+from tensorflow.contrib import slim
+import tensorflow.contrib.slim as slim_too
+from tensorflow.contrib.layers.python.layers import utils as layer_utils
+from tensorflow.python.framework.graph_util import convert_variables_to_constants
+import npurun.runtime.plan as plan
+import tf_slim
+
+tf.flags.DEFINE_integer("steps", 1, "training steps")
+FLAGS = tf.flags.FLAGS
+
+
+def main(_):
+    real = sys.modules["tensorflow"]
+    print("script_tf", tf is not real, "v1", v1 is real.compat.v1, "npurun_tf", plan.tf is real,
+          "slim", slim is tf_slim is slim_too, "utils", layer_utils is sys.modules["tf_slim.layers.utils"])
+    x = tf.placeholder(tf.float32, [None, 3])
+    print("graph_mode", not tf.executing_eagerly(), "tf1_shape", x.shape[1].value)
+    net = tf.contrib.layers.fully_connected(x, 4, weights_initializer=tf.contrib.layers.xavier_initializer())
+    net = tf.contrib.layers.layer_norm(net)
+    net = tf.layers.dense(net, 1, name="out")
+    loss = tf.losses.mean_squared_error(tf.ones_like(net), net)
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    iterator = tf.data.Dataset.from_tensor_slices(np.ones((4, 3), np.float32)).repeat().batch(2)
+    iterator = iterator.make_initializable_iterator()
+    with tf.Session() as sess:
+        sess.run([tf.global_variables_initializer(), iterator.initializer])
+        losses = [sess.run([loss, train], {x: sess.run(iterator.get_next())})[0] for _ in range(FLAGS.steps)]
+        frozen = convert_variables_to_constants(sess, sess.graph_def, ["out/BiasAdd"])
+    print("losses_fall", losses[-1] < losses[0], "frozen_variables",
+          sum(node.op in ("VariableV2", "VarHandleOp") for node in frozen.node))
+    for use in (lambda: tf.contrib.tpu.TPUEstimator(), lambda: tf.contrib.layers.embed_sequence(x)):
+        try:
+            use()
+        except Exception as error:
+            print(type(error).__name__, str(error).split(":")[0])
+    try:
+        import tensorflow.contrib.seq2seq
+    except ImportError as error:
+        print("import", type(error).__name__, str(error).split(":")[0])
+    print("keras", tf.keras.__name__, "estimator", tf.estimator.Estimator.__name__)
+
+
+import numpy as np
+
+if __name__ == "__main__":
+    tf.app.run()
+"""
+
+
+def test_script_gets_tensorflow_1_and_npurun_keeps_tensorflow_2(tmp_path):
+    (tmp_path / "train.py").write_text(TF1_SCRIPT)
+    done = run_compat("run", tmp_path / "train.py", "--steps", "5", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "script_tf True v1 True npurun_tf True slim True utils True" in out
+    assert "graph_mode True tf1_shape 3" in out
+    assert "losses_fall True frozen_variables 0" in out
+    assert "AdapterAPIError tf.contrib.tpu.TPUEstimator is not supported by npurun" in out
+    assert "AdapterAPIError tf.contrib.layers.embed_sequence is not supported by npurun" in out
+    assert "import AdapterAPIError tf.contrib.seq2seq is not supported by npurun" in out
+    assert "keras tf_keras.api._v1.keras estimator Estimator" in out
+
+
+def test_every_mapped_contrib_name_resolves_in_the_tf1_world(tmp_path):
+    names = [f"{module}.{name}" for module, table in contrib.MODULES.items()
+             for name, entry in table.items() if isinstance(entry, Mapped)]
+    (tmp_path / "names.py").write_text(textwrap.dedent(f"""\
+        import tensorflow as tf
+        missing = []
+        for name in {names!r}:
+            module, attribute = name.split(".")
+            try:
+                getattr(getattr(tf.contrib, module), attribute)
+            except Exception as error:
+                missing.append((name, repr(error)))
+        print("missing", missing)
+        """))
+    done = run_compat("run", tmp_path / "names.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "missing []" in done.stdout, done.stdout
+    assert len(names) > 150
+
+
+@pytest.mark.parametrize("globals_, expected", [
+    ({"__name__": "__main__", "__file__": "/home/user/model/train.py"}, True),
+    ({"__name__": "model", "__file__": "/home/user/model/model.py"}, True),
+    ({"__name__": "__main__"}, True),
+    ({"__name__": "npurun.runtime.plan", "__file__": tf1.__file__}, False),
+    ({"__name__": "tf_slim.layers", "__file__": "/x/lib/python3.11/site-packages/tf_slim/layers.py"}, False),
+    ({"__name__": "json", "__file__": np.__file__.split("site-packages")[0] + "json/__init__.py"}, False),
+    (None, False),
+])
+def test_who_gets_tensorflow_1(globals_, expected):
+    assert tf1.is_script(globals_) is expected
+
+
+def test_hparams_parse_types_and_errors():
+    hp = hparams.HParams(learning_rate=0.1, layers=[32, 16], use_bn=True, name="m", steps=10)
+    hp.parse("learning_rate=1,layers=[8,4,2],use_bn=false,steps=20")
+    assert hp.values() == {"learning_rate": 1.0, "layers": [8, 4, 2], "use_bn": False, "name": "m", "steps": 20}
+    assert isinstance(hp.learning_rate, float)
+    with pytest.raises(ValueError, match="Unknown hyperparameter"):
+        hp.parse("dropout=0.5")
+    with pytest.raises(ValueError, match="steps"):
+        hp.parse("steps=0.5")
+    hp.add_hparam("dropout", 0.5)
+    assert hp.get("dropout") == 0.5 and "dropout" in hp
+    copy = hparams.HParams(**{name: value for name, value in hp.values().items()})
+    assert copy.parse_json(hp.to_json()).values() == hp.values()
+
+
+def _write_mnist(directory, n_train=30, n_test=10, gz=True):
+    rng = np.random.RandomState(0)
+    suffix = ".gz" if gz else ""
+    for prefix, n in (("train", n_train), ("t10k", n_test)):
+        mnist_input_data.write_idx(directory / f"{prefix}-images-idx3-ubyte{suffix}",
+                                   rng.randint(0, 256, (n, 28, 28)))
+        mnist_input_data.write_idx(directory / f"{prefix}-labels-idx1-ubyte{suffix}", np.arange(n) % 10)
+
+
+@pytest.mark.parametrize("gz", [True, False])
+def test_read_data_sets_reads_idx_files(tmp_path, gz):
+    _write_mnist(tmp_path, gz=gz)
+    data = mnist_input_data.read_data_sets(str(tmp_path), one_hot=True, validation_size=10, seed=1)
+    assert (data.train.num_examples, data.validation.num_examples, data.test.num_examples) == (20, 10, 10)
+    assert data.train.images.shape == (20, 784) and data.train.images.dtype == np.float32
+    assert 0.0 <= data.train.images.min() and data.train.images.max() <= 1.0
+    np.testing.assert_array_equal(data.test.labels.argmax(axis=1), np.arange(10))
+    seen = np.concatenate([data.train.next_batch(8)[1].argmax(axis=1) for _ in range(6)])  # the 6th starts epoch 3
+    assert data.train.epochs_completed == 2
+    assert sorted(seen[:20].tolist()) == sorted((np.arange(10, 30) % 10).tolist())
+
+
+def test_read_data_sets_names_missing_files(tmp_path):
+    _write_mnist(tmp_path)
+    (tmp_path / "t10k-labels-idx1-ubyte.gz").unlink()
+    with pytest.raises(FileNotFoundError, match=r"t10k-labels-idx1-ubyte\[\.gz\].*does not download"):
+        mnist_input_data.read_data_sets(str(tmp_path))
