@@ -83,3 +83,23 @@ def test_graph_and_optimizer_options_are_returned_unchanged():
     options = config_pb2.GraphOptions(build_cost_model=3)
     assert shims.npu_graph_options(options) is options
     assert isinstance(shims.npu_optimizer_options(), config_pb2.OptimizerOptions)
+
+
+def test_npu_init_optimizer_helpers_and_plain_hooks():
+    with tf.Graph().as_default():
+        opt = v1.train.GradientDescentOptimizer(0.1)
+        wrapped = shims.npu_tf_optimizer(opt)
+        assert isinstance(wrapped, npurun.distribute.NPUDistributedOptimizer)
+        assert shims.npu_keras_optimizer(opt) is opt  # one rank: nothing to average
+        for name in ("NpuEmptyHook", "SetIterationsVarHook"):
+            assert issubclass(getattr(shims, name), v1.train.SessionRunHook)
+        with pytest.raises(ValueError, match="one of step or loss"):
+            shims.TellMeStepOrLossHook()
+        loss = tf.constant(1.0)
+        assert shims.set_graph_exec_config(loss, dynamic_input=True) is loss
+        with shims.graph_engine_scope("stage", 1):
+            inside = tf.constant(2.0)
+        with v1.Session() as sess:
+            assert sess.run(inside) == 2.0
+    assert shims.experimental_options["constant_folding"] == 1 and not shims.experimental_options[
+        "disable_model_pruning"]
