@@ -30,7 +30,7 @@ def main(_):
     h_flat = tf.reshape(h_pool, [-1, 7 * 7 * 8])
     y = tf.matmul(h_flat, weight_variable([7 * 7 * 8, 10])) + bias_variable([10])
     cross_entropy = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y_, logits=y))
-    train_step = tf.train.AdamOptimizer(1e-3).minimize(cross_entropy)
+    train_step = tf.train.AdamOptimizer(1e-2).minimize(cross_entropy)
     correct = tf.equal(tf.argmax(y, 1), tf.argmax(y_, 1))
     accuracy = tf.reduce_mean(tf.cast(correct, tf.float32))
 
