@@ -31,14 +31,21 @@ def model_fn(features, labels, mode):
     return NPUEstimatorSpec(mode=mode, loss=loss, train_op=train_op)
 
 
+class WeightsAtEnd(tf.train.SessionRunHook):
+    """Prints a checksum of the last layer's weights when training ends (equal on every rank)."""
+
+    def end(self, session):
+        kernel = [v for v in tf.global_variables() if v.op.name == "prediction/kernel"][0]
+        print("rank %d weights_checksum %.6f" % (get_rank_id(), session.run(kernel).sum()))
+
+
 def main(_):
     tf.logging.set_verbosity(tf.logging.INFO)
     config = NPURunConfig(model_dir="%s/rank%d" % (FLAGS.model_dir, get_rank_id()), save_checkpoints_steps=0,
                           iterations_per_loop=5, log_step_count_steps=5)
     estimator = NPUEstimator(model_fn=model_fn, config=config)
-    estimator.train(input_fn=input_fn, max_steps=FLAGS.max_steps)
-    print("rank %d of %d done, weights_checksum %.6f" % (
-        get_rank_id(), get_rank_size(), estimator.get_variable_value("prediction/kernel").sum()))
+    estimator.train(input_fn=input_fn, max_steps=FLAGS.max_steps, hooks=[WeightsAtEnd()])
+    print("rank %d of %d done" % (get_rank_id(), get_rank_size()))
 
 
 if __name__ == "__main__":
