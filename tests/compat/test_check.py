@@ -28,6 +28,7 @@ SCRIPT = textwrap.dedent("""\
     custom_op.parameter_map["iterations_per_loop"].s = b"10"
     custom_op.parameter_map["enable_dump"].b = True
     custom_op.parameter_map["mystery_key"].i = 3
+    x = w = g = config_proto = None
     """)
 
 

@@ -103,3 +103,19 @@ def test_npu_init_optimizer_helpers_and_plain_hooks():
             assert sess.run(inside) == 2.0
     assert shims.experimental_options["constant_folding"] == 1 and not shims.experimental_options[
         "disable_model_pruning"]
+
+
+def test_npu_variable_scope_with_a_placement_runs_the_block_as_written(active):
+    import warnings
+
+    from npu_bridge.estimator.npu.npu_scope import NpuExecutePlacement, npu_variable_scope
+
+    with tf.Graph().as_default():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with npu_variable_scope(placement=NpuExecutePlacement.HOST):
+                w = v1.get_variable("w", initializer=tf.constant([3.0]))
+        assert any("accepted, no effect here" in str(c.message) for c in caught)
+        with v1.Session() as sess:
+            sess.run(w.initializer)
+            assert sess.run(w)[0] == 3.0

@@ -143,8 +143,8 @@ NPU_CONFIG = {
     "DynamicInputConfig": Unsupported(
         "it feeds the dynamic_input_config option, which the product document marks as not supported; "
         "use NPURunConfig(dynamic_input=..., dynamic_graph_execute_mode=..., dynamic_inputs_shape_range=...)"),
-    "NpuExecutePlacement": Unsupported(
-        "host/device placement of variables is an Ascend graph-engine decision with no CPU/GPU counterpart"),
+    "NpuExecutePlacement": Mapped(f"{_SHIMS}:NpuExecutePlacement",
+                                  "the enum of placements npu_variable_scope takes (accepted there with no effect)"),
     "MemoryConfig": NoEffect(f"{_SHIMS}:MemoryConfig",
                              "NPU memory policies (atomic clean, static memory, 1G huge pages) have no CPU/GPU "
                              "counterpart; NPURunConfig takes no memory_config"),
@@ -258,6 +258,7 @@ NPU_SCOPE = {
         "nothing is compiled for an NPU here, so there is nothing to keep out; the block runs as written"),
     "keep_dtype_scope": Unsupported("npurun.precision has no per-scope keep-dtype; keep op types in fp32 "
                                     "with NPURunConfig(modify_mixlist=...) instead"),
+    "NpuExecutePlacement": Mapped(f"{_SHIMS}:NpuExecutePlacement"),
     **{scope: NoEffect(f"{_SHIMS}:graph_engine_scope", _GRAPH_ENGINE) for scope in (
         "npu_variable_scope", "npu_stage_scope", "npu_mem_type_scope", "npu_weight_prefetch_scope",
         "op_specified_engine_scope", "npu_qos_label_scope", "subgraph_multi_dims_scope", "npu_optimizer_scope",

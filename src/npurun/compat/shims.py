@@ -7,6 +7,7 @@ that is not available yet gives `AdapterAPIError` naming it.
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 
 from . import aliases
@@ -360,6 +361,17 @@ def set_graph_exec_config(fetch, dynamic_input=False, dynamic_graph_execute_mode
                           dynamic_inputs_shape_range=None, is_train_graph=False, experimental_config=None):
     """`fetch` itself: the attributes the adapter sets are read only by the Ascend graph engine."""
     return fetch
+
+
+class NpuExecutePlacement(enum.Enum):
+    """The adapter's placement choices for npu_variable_scope (read only by the Ascend graph engine)."""
+
+    ALL = "all"
+    CUBE = "cube"
+    VECTOR = "vector"
+    TAISHAN = "taishan"
+    DVPP = "dvpp"
+    HOST = "host"
 
 
 @contextlib.contextmanager
