@@ -173,8 +173,12 @@ class TF1World:
         if self._original_import is not None and builtins.__import__ is not self._original_import:
             builtins.__import__ = self._original_import
         for name in list(sys.modules):
-            if (name.startswith("tensorflow.contrib") or name in _EXTRA_MODULES):
+            if name.startswith("tensorflow.contrib") or name in _EXTRA_MODULES:
                 del sys.modules[name]
+        real = sys.modules.get("tensorflow")
+        for attribute in ("contrib", "examples"):  # the import system set them on the real module
+            if real is not None and attribute in getattr(real, "__dict__", {}):
+                delattr(real, attribute)
         for obj, attribute in self._patched:
             delattr(obj, attribute)
         self._patched.clear()
