@@ -151,3 +151,57 @@ def test_read_data_sets_names_missing_files(tmp_path):
     (tmp_path / "t10k-labels-idx1-ubyte.gz").unlink()
     with pytest.raises(FileNotFoundError, match=r"t10k-labels-idx1-ubyte\[\.gz\].*does not download"):
         mnist_input_data.read_data_sets(str(tmp_path))
+
+
+TPU_SCRIPT = """\
+import numpy as np
+import tensorflow as tf
+flags = tf.flags
+flags.DEFINE_bool("use_tpu", False, "")
+flags.DEFINE_string("output_dir", None, "")
+FLAGS = flags.FLAGS
+def model_fn(features, labels, mode, params):
+    logits = tf.layers.dense(features["x"], 2)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+    if mode == tf.estimator.ModeKeys.TRAIN:
+        train_op = tf.train.AdamOptimizer(0.05).minimize(loss, global_step=tf.train.get_global_step())
+        return tf.contrib.tpu.TPUEstimatorSpec(mode=mode, loss=loss, train_op=train_op, scaffold_fn=None)
+    def metric_fn(labels, logits):
+        return {"accuracy": tf.metrics.accuracy(labels, tf.argmax(logits, -1))}
+    return tf.contrib.tpu.TPUEstimatorSpec(mode=mode, loss=loss, eval_metrics=(metric_fn, [labels, logits]))
+def input_fn_builder(training):
+    def input_fn(params):
+        rng = np.random.RandomState(0)
+        x = rng.normal(size=(512, 4)).astype(np.float32); y = (x[:, 0] > 0).astype(np.int32)
+        d = tf.data.Dataset.from_tensor_slices(({"x": x}, y))
+        if training: d = d.repeat().shuffle(100)
+        print("batch_size", params["batch_size"])
+        return d.batch(params["batch_size"], drop_remainder=True)
+    return input_fn
+def main(_):
+    tpu_cluster_resolver = None
+    is_per_host = tf.contrib.tpu.InputPipelineConfig.PER_HOST_V2
+    run_config = tf.contrib.tpu.RunConfig(cluster=tpu_cluster_resolver, master=None, model_dir=FLAGS.output_dir,
+        save_checkpoints_steps=100, tpu_config=tf.contrib.tpu.TPUConfig(iterations_per_loop=10, num_shards=8,
+        per_host_input_for_training=is_per_host))
+    estimator = tf.contrib.tpu.TPUEstimator(use_tpu=FLAGS.use_tpu, model_fn=model_fn, config=run_config,
+        train_batch_size=32, eval_batch_size=16, predict_batch_size=8)
+    estimator.train(input_fn=input_fn_builder(True), max_steps=50)
+    print("eval_accuracy", estimator.evaluate(input_fn=input_fn_builder(False), steps=4)["accuracy"])
+    try:
+        tf.contrib.tpu.TPUEstimator(use_tpu=True, model_fn=model_fn, config=run_config, train_batch_size=32)
+    except Exception as error:
+        print(type(error).__name__, str(error).split(":")[0])
+if __name__ == "__main__":
+    tf.app.run()
+"""
+
+
+def test_tpu_estimator_with_use_tpu_false_runs_as_an_estimator(tmp_path):
+    """BERT-style TPU reference code: params["batch_size"] per mode, TPUEstimatorSpec eval_metrics=(fn, tensors)."""
+    (tmp_path / "tpu.py").write_text(TPU_SCRIPT)
+    done = run_compat("run", tmp_path / "tpu.py", "--output_dir", tmp_path / "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "batch_size 32\nbatch_size 16\n" in done.stdout
+    assert float(done.stdout.split("eval_accuracy ")[1].split()[0]) > 0.9
+    assert "AdapterAPIError tf.contrib.tpu.TPUEstimator(use_tpu=True) is not supported by npurun" in done.stdout

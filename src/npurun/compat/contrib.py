@@ -7,7 +7,9 @@ public ModelZoo-TensorFlow; `MODELZOO_FOLDERS` below) is provided here:
   same functions from it (tf-slim is where they were moved when contrib was removed);
 - `contrib.data`, `contrib.rnn`, `contrib.metrics` map to their TensorFlow 1 successors in
   `tf.compat.v1` (`data.experimental`, `nn.rnn_cell`, `metrics`);
-- `contrib.training.HParams` is `npurun.compat.hparams.HParams`.
+- `contrib.training.HParams` is `npurun.compat.hparams.HParams`;
+- `contrib.tpu`'s TPUEstimator / TPUEstimatorSpec / RunConfig / TPUConfig run with `use_tpu=False`, as
+  TensorFlow 1 ran them without a TPU (`npurun.compat.contrib_tpu`).
 
 Every other name raises `AdapterAPIError` naming it, on use (a script that only imports it still
 loads). Nothing here imports TensorFlow until a name is read. The table is rendered into
@@ -111,17 +113,23 @@ OPT = {"LazyAdamOptimizer": Unsupported(_LAZY_ADAM),
        "MovingAverageOptimizer": Unsupported("use tf.train.ExponentialMovingAverage and apply() it after the "
                                              "train op")}
 
-_TPU = ("TPU estimators, configs and optimizers have no CPU/GPU counterpart here; use tf.estimator.Estimator / "
-        "NPUEstimator and tf.estimator.RunConfig / NPURunConfig")
+_TPU = ("TPU execution has no CPU/GPU counterpart here; run TPUEstimator with use_tpu=False (as TensorFlow 1 "
+        "did without a TPU), or use tf.estimator.Estimator / NPUEstimator")
+_CONTRIB_TPU = "npurun.compat.contrib_tpu"
+TPU = {name: Mapped(f"{_CONTRIB_TPU}:{name}") for name in (
+    "TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputPipelineConfig")}
+TPU.update({name: Unsupported(_TPU) for name in (
+    "CrossShardOptimizer", "bfloat16_scope", "rewrite", "shard", "batch_parallel", "outside_compilation",
+    "initialize_system", "shutdown_system", "replicate", "core")})
 _NOT_PORTED = "a tf.contrib module with no maintained TensorFlow 2 package; rewrite that part with core TensorFlow"
 
 # Module name (below tensorflow.contrib) -> its names. Only listed modules have usable names.
 MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
-           "training": TRAINING, "opt": OPT}
+           "training": TRAINING, "opt": OPT, "tpu": TPU}
 # Whole modules that are another package.
 PACKAGES = {"slim": _SLIM}
 UNSUPPORTED_MODULES = {
-    "tpu": _TPU, "cluster_resolver": _TPU,
+    "cluster_resolver": _TPU,
     "distribute": "contrib.distribute was replaced by tf.distribute; npurun runs data parallel with "
                   "NPUDistributedOptimizer under `npurun launch`",
     "mixed_precision": "use npu_bridge's NPULossScaleOptimizer with a loss-scale manager",
