@@ -43,13 +43,18 @@ def main(_):
         frozen = convert_variables_to_constants(sess, sess.graph_def, ["out/BiasAdd"])
     print("losses_fall", losses[-1] < losses[0], "frozen_variables",
           sum(node.op in ("VariableV2", "VarHandleOp") for node in frozen.node))
-    for use in (lambda: tf.contrib.tpu.TPUEstimator(), lambda: tf.contrib.layers.embed_sequence(x)):
+    for use in (lambda: tf.contrib.tpu.CrossShardOptimizer(None), lambda: tf.contrib.layers.embed_sequence(x)):
         try:
             use()
         except Exception as error:
             print(type(error).__name__, str(error).split(":")[0])
+    import tensorflow.contrib.seq2seq as seq2seq  # importing works, as on TF 1; using it raises
     try:
-        import tensorflow.contrib.seq2seq
+        seq2seq.dynamic_decode()
+    except Exception as error:
+        print("use", type(error).__name__, str(error).split(":")[0])
+    try:
+        from tensorflow.contrib.seq2seq.python.ops import decoder
     except ImportError as error:
         print("import", type(error).__name__, str(error).split(":")[0])
     print("keras", tf.keras.__name__, "estimator", tf.estimator.Estimator.__name__)
@@ -70,9 +75,10 @@ def test_script_gets_tensorflow_1_and_npurun_keeps_tensorflow_2(tmp_path):
     assert "script_tf True v1 True npurun_tf True slim True utils True" in out
     assert "graph_mode True tf1_shape 3" in out
     assert "losses_fall True frozen_variables 0" in out
-    assert "AdapterAPIError tf.contrib.tpu.TPUEstimator is not supported by npurun" in out
+    assert "AdapterAPIError tf.contrib.tpu.CrossShardOptimizer is not supported by npurun" in out
     assert "AdapterAPIError tf.contrib.layers.embed_sequence is not supported by npurun" in out
-    assert "import AdapterAPIError tf.contrib.seq2seq is not supported by npurun" in out
+    assert "use AdapterAPIError tf.contrib.seq2seq.dynamic_decode is not supported by npurun" in out
+    assert "import AdapterAPIError tf.contrib.seq2seq.python is not supported by npurun" in out
     assert "keras tf_keras.api._v1.keras estimator Estimator" in out
 
 

@@ -224,6 +224,7 @@ class UnsupportedModule(types.ModuleType):
     def __init__(self, short_name, why):
         super().__init__(f"tensorflow.contrib.{short_name}")
         self._why = why
+        self.__path__ = []  # deeper imports reach the finder, which names them
 
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):
@@ -243,6 +244,8 @@ def module_for(fullname: str):
             return importlib.import_module(target + rest[len(prefix):])
     if rest in MODULES:
         return ContribModule(rest)
+    if rest in UNSUPPORTED_MODULES:  # importable (as `from tensorflow.contrib import image` is); any use raises
+        return UnsupportedModule(rest, UNSUPPORTED_MODULES[rest])
     top = rest.split(".")[0]
     if top in UNSUPPORTED_MODULES:
         raise _error(rest, UNSUPPORTED_MODULES[top])
