@@ -26,6 +26,7 @@ import os
 import sys
 import sysconfig
 import types
+import warnings
 
 from . import contrib
 
@@ -33,6 +34,7 @@ _EXTRA_MODULES = {
     "tensorflow.examples": None, "tensorflow.examples.tutorials": None, "tensorflow.examples.tutorials.mnist": None,
     "tensorflow.examples.tutorials.mnist.input_data": "npurun.compat.mnist_input_data",
 }
+_LAYERS_DEPRECATED = r"`tf\.layers\.\w+` is deprecated"
 _NPURUN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -122,9 +124,14 @@ class TF1World:
         self._original_import = None
         self._module = None
         self._patched = []  # (object, attribute) set by attach()
+        self._warning_filter = None
 
     def install(self):
         sys.meta_path.insert(0, self._finder)
+        # tf-keras warns at every tf.layers call site that tf.layers is deprecated; in a TF 1 script that is
+        # noise on every run (TF 1.15 logged it once per function).
+        warnings.filterwarnings("ignore", message=_LAYERS_DEPRECATED, category=UserWarning)
+        self._warning_filter = warnings.filters[0]
         self._original_import = original = builtins.__import__
 
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -172,6 +179,9 @@ class TF1World:
             sys.meta_path.remove(self._finder)
         if self._original_import is not None and builtins.__import__ is not self._original_import:
             builtins.__import__ = self._original_import
+        if self._warning_filter in warnings.filters:
+            warnings.filters.remove(self._warning_filter)
+            getattr(warnings, "_filters_mutated", lambda: None)()  # what filterwarnings() itself calls
         for name in list(sys.modules):
             if name.startswith("tensorflow.contrib") or name in _EXTRA_MODULES:
                 del sys.modules[name]
