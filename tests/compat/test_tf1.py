@@ -11,6 +11,12 @@ from .conftest import run_compat
 
 TF1_SCRIPT = """\
 import sys
+
+
+def real_v1():
+    return sys.modules["tensorflow"].compat.v1
+
+
 import tensorflow as tf
 import tensorflow.compat.v1 as v1
 from tensorflow.contrib import slim
@@ -19,6 +25,14 @@ from tensorflow.contrib.layers.python.layers import utils as layer_utils
 from tensorflow.python.framework.graph_util import convert_variables_to_constants
 import npurun.runtime.plan as plan
 import tf_slim
+from tensorflow.train import AdamOptimizer
+from tensorflow.summary import FileWriter
+from tensorflow.contrib.slim.python.slim.nets import resnet_v1
+from tensorflow.contrib.tpu.python.tpu.tpu_config import TPUConfig
+from tensorflow_core.python.framework import graph_util as core_graph_util
+print("tf1_paths", AdamOptimizer is real_v1().train.AdamOptimizer, FileWriter is real_v1().summary.FileWriter,
+      resnet_v1 is sys.modules["tf_slim.nets.resnet_v1"], TPUConfig.__module__,
+      core_graph_util is sys.modules["tensorflow.python.framework.graph_util"])
 
 tf.flags.DEFINE_integer("steps", 1, "training steps")
 FLAGS = tf.flags.FLAGS
@@ -73,6 +87,7 @@ def test_script_gets_tensorflow_1_and_npurun_keeps_tensorflow_2(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "script_tf True v1 True npurun_tf True slim True utils True" in out
+    assert "tf1_paths True True True npurun.compat.contrib_tpu True" in out
     assert "graph_mode True tf1_shape 3" in out
     assert "losses_fall True frozen_variables 0" in out
     assert "AdapterAPIError tf.contrib.tpu.CrossShardOptimizer is not supported by npurun" in out

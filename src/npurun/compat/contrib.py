@@ -148,6 +148,7 @@ PATHS = {
     "slim": _SLIM, "slim.nets": "tf_slim.nets", "slim.python.slim": _SLIM, "slim.python.slim.nets": "tf_slim.nets",
     "layers.python.layers": "tf_slim.layers", "layers.python": "tf_slim.layers",
     "framework.python.ops": "tf_slim.ops", "training.python.training": "tf_slim.training",
+    "tpu.python.tpu.tpu_config": "npurun.compat.contrib_tpu", "tpu.python.tpu.tpu_estimator": "npurun.compat.contrib_tpu",
 }
 
 # Model folders of Ascend/ModelZoo-TensorFlow using each tf.contrib module (counted while building this).
@@ -239,11 +240,15 @@ def module_for(fullname: str):
         return ContribModule("")
     if rest in PATHS:
         return importlib.import_module(PATHS[rest])
-    for prefix, target in PATHS.items():
-        if rest.startswith(prefix + "."):
-            return importlib.import_module(target + rest[len(prefix):])
     if rest in MODULES:
         return ContribModule(rest)
+    if any(path.startswith(rest + ".") for path in PATHS):
+        package = types.ModuleType(fullname)  # an intermediate package of a deep path (`framework.python`)
+        package.__path__ = []
+        return package
+    for prefix in sorted(PATHS, key=len, reverse=True):  # the longest path that matches
+        if rest.startswith(prefix + "."):
+            return importlib.import_module(PATHS[prefix] + rest[len(prefix):])
     if rest in UNSUPPORTED_MODULES:  # importable (as `from tensorflow.contrib import image` is); any use raises
         return UnsupportedModule(rest, UNSUPPORTED_MODULES[rest])
     top = rest.split(".")[0]

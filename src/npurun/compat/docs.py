@@ -189,5 +189,13 @@ mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 id
   `train-images-idx3-ubyte`, `train-labels-idx1-ubyte`, `t10k-images-idx3-ubyte`,
   `t10k-labels-idx1-ubyte` (each `.gz` or not) from `dir`; nothing is downloaded, and missing files
   raise `FileNotFoundError` naming them.
+- TF 1's API namespaces import as modules again: `from tensorflow.train import AdamOptimizer`,
+  `from tensorflow.summary import FileWriter`, `from tensorflow.layers import Dense` give TF 1's
+  (`tf.compat.v1`'s) names; `tensorflow.python...` paths are TensorFlow 2.21's own. `tensorflow_core`
+  (TF 1.15's package name) is `tensorflow`.
 - `tf.__version__` is TensorFlow's real version (2.21.x).
+- Checked over Ascend's ModelZoo-TensorFlow: of the 533 distinct `import`/`from` statements naming
+  `tensorflow…` at the top of its Python files, 462 import in this world; the rest are TensorFlow 2.21
+  internals that moved (`tensorflow.python.keras...`, `tensorflow.python.training.tracking`), other
+  packages (`tensorflow_hub`, `tensorflow_addons`, ...) and `tf.contrib` modules listed as unsupported below.
 """

@@ -34,6 +34,8 @@ _EXTRA_MODULES = {
     "tensorflow.examples": None, "tensorflow.examples.tutorials": None, "tensorflow.examples.tutorials.mnist": None,
     "tensorflow.examples.tutorials.mnist.input_data": "npurun.compat.mnist_input_data",
 }
+_IMPLEMENTATION_PACKAGES = ("python", "core", "contrib", "examples", "tools", "lite", "compiler", "_api", "include",
+                            "dtensor", "tsl", "xla_aot_runtime_src")
 _LAYERS_DEPRECATED = r"`tf\.layers\.\w+` is deprecated"
 _NPURUN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -103,6 +105,10 @@ class TF1Finder(importlib.abc.MetaPathFinder):
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader(contrib.module_for), is_package=True)
         if fullname in _EXTRA_MODULES:
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader(_extra_module), is_package=True)
+        if fullname == "tensorflow_core" or fullname.startswith("tensorflow_core."):
+            # TF 1.15 / 2.0 installed TensorFlow's code as `tensorflow_core`; some scripts import that name.
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(
+                lambda name: importlib.import_module("tensorflow" + name[len("tensorflow_core"):])), is_package=True)
         return None
 
 
@@ -135,13 +141,34 @@ class TF1World:
         self._original_import = original = builtins.__import__
 
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
+            script = level == 0 and name.partition(".")[0] == "tensorflow" and is_script(globals)
+            if script and "." in name:
+                namespace = self._api_namespace(name)
+                if namespace is not None:  # `from tensorflow.train import AdamOptimizer`: TF 1's tf.train
+                    return namespace if fromlist else self.module()
             module = original(name, globals, locals, fromlist, level)
-            if level == 0 and name.partition(".")[0] == "tensorflow" and getattr(module, "__name__", "") == \
-                    "tensorflow" and is_script(globals):
+            if script and getattr(module, "__name__", "") == "tensorflow":
                 return self.module()
             return module
 
         builtins.__import__ = tf1_import
+
+    def _api_namespace(self, name):
+        """`tensorflow.train`, `tensorflow.layers`, `tensorflow.compat.v1.keras`, ... as TF 1's API has them.
+
+        TF 1 could import its API namespaces as modules; TF 2's are TF 2's (or gone). Implementation
+        paths (`tensorflow.python...`, `tensorflow.core...`) and the modules the finder provides are
+        imported as they are.
+        """
+        parts = name.split(".")[1:]
+        if parts[0] in _IMPLEMENTATION_PACKAGES:
+            return None
+        value = self.module()
+        for part in parts:
+            value = getattr(value, part, None)
+            if not isinstance(value, types.ModuleType):
+                return None
+        return value
 
     def module(self) -> TF1Module:
         if self._module is None:
@@ -183,7 +210,7 @@ class TF1World:
             warnings.filters.remove(self._warning_filter)
             getattr(warnings, "_filters_mutated", lambda: None)()  # what filterwarnings() itself calls
         for name in list(sys.modules):
-            if name.startswith("tensorflow.contrib") or name in _EXTRA_MODULES:
+            if name.startswith(("tensorflow.contrib", "tensorflow_core")) or name in _EXTRA_MODULES:
                 del sys.modules[name]
         real = sys.modules.get("tensorflow")
         for attribute in ("contrib", "examples"):  # the import system set them on the real module
