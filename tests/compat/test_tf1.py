@@ -226,3 +226,28 @@ def test_tpu_estimator_with_use_tpu_false_runs_as_an_estimator(tmp_path):
     assert "batch_size 32\nbatch_size 16\n" in done.stdout
     assert float(done.stdout.split("eval_accuracy ")[1].split()[0]) > 0.9
     assert "AdapterAPIError tf.contrib.tpu.TPUEstimator(use_tpu=True) is not supported by npurun" in done.stdout
+
+
+def test_lazy_adam_updates_only_the_rows_a_sparse_gradient_touches():
+    import tensorflow as tf
+
+    from npurun.compat.contrib_opt import LazyAdamOptimizer
+
+    v1 = tf.compat.v1
+    with tf.Graph().as_default():
+        table = v1.get_variable("table", initializer=np.arange(8, dtype=np.float32).reshape(4, 2))
+        dense = v1.get_variable("dense", initializer=np.arange(8, dtype=np.float32).reshape(4, 2))
+        rows = v1.placeholder(tf.int32, [None])
+        loss = tf.reduce_sum(tf.square(tf.gather(table, rows)))
+        lazy = LazyAdamOptimizer(0.1).minimize(loss, var_list=[table])
+        reference = v1.train.AdamOptimizer(0.1).minimize(tf.reduce_sum(tf.square(dense[:2])), var_list=[dense])
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            sess.run([lazy, reference], {rows: [0, 1]})
+            first, expected = sess.run([table, dense])
+            np.testing.assert_allclose(first[:2], expected[:2], rtol=1e-6)  # same step as Adam on the touched rows
+            np.testing.assert_array_equal(first[2:], np.arange(4, 8, dtype=np.float32).reshape(2, 2))
+            sess.run(lazy, {rows: [2, 2]})  # duplicate indices: gradients summed
+            second = sess.run(table)
+    np.testing.assert_array_equal(second[:2], first[:2])  # not in the batch: no momentum step (Adam would move them)
+    assert (second[2] < first[2]).all() and (second[3] == first[3]).all()

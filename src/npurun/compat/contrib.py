@@ -105,9 +105,7 @@ TRAINING = {"HParams": Mapped("npurun.compat.hparams:HParams"),
             "checkpoints_iterator": Mapped(_target(f"{_V1}:train.checkpoints_iterator")),
             "wait_for_new_checkpoint": Mapped("tensorflow.python.training.checkpoint_utils:wait_for_new_checkpoint")}
 
-_LAZY_ADAM = ("LazyAdam's sparse (row-wise) updates are not provided; tf.compat.v1.train.AdamOptimizer gives "
-              "the same result for dense gradients")
-OPT = {"LazyAdamOptimizer": Unsupported(_LAZY_ADAM),
+OPT = {"LazyAdamOptimizer": Mapped("npurun.compat.contrib_opt:LazyAdamOptimizer"),
        "AdamWOptimizer": Unsupported("decoupled weight decay is not provided; add the decay to the loss or use "
                                      "an optimizer from the script"),
        "MovingAverageOptimizer": Unsupported("use tf.train.ExponentialMovingAverage and apply() it after the "
