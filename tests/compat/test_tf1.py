@@ -251,3 +251,23 @@ def test_lazy_adam_updates_only_the_rows_a_sparse_gradient_touches():
             second = sess.run(table)
     np.testing.assert_array_equal(second[:2], first[:2])  # not in the batch: no momentum step (Adam would move them)
     assert (second[2] < first[2]).all() and (second[3] == first[3]).all()
+
+
+def test_contrib_image_rotate_translate_match_numpy():
+    import tensorflow as tf
+
+    from npurun.compat import contrib_image
+
+    image = np.arange(1, 26, dtype=np.float32).reshape(5, 5, 1)
+    batch = np.stack([image, image * 2])
+    rotated = contrib_image.rotate(batch, [np.pi / 2, np.pi])
+    shifted = contrib_image.translate(image, [1, 2])
+    np.testing.assert_allclose(rotated[0, :, :, 0], np.rot90(image[:, :, 0]), atol=1e-4)  # counterclockwise
+    np.testing.assert_allclose(rotated[1, :, :, 0], np.rot90(2 * image[:, :, 0], 2), atol=1e-4)
+    expected = np.zeros((5, 5), np.float32)
+    expected[2:, 1:] = image[:3, :4, 0]
+    np.testing.assert_allclose(shifted[:, :, 0], expected)
+    both = contrib_image.compose_transforms(contrib_image.translations_to_projective_transforms([1, 0]),
+                                            contrib_image.translations_to_projective_transforms([0, 2]))
+    np.testing.assert_allclose(contrib_image.transform(image, both), shifted)
+    assert isinstance(rotated, tf.Tensor)

@@ -111,6 +111,9 @@ OPT = {"LazyAdamOptimizer": Mapped("npurun.compat.contrib_opt:LazyAdamOptimizer"
        "MovingAverageOptimizer": Unsupported("use tf.train.ExponentialMovingAverage and apply() it after the "
                                              "train op")}
 
+IMAGE = {name: Mapped(f"npurun.compat.contrib_image:{name}") for name in (
+    "transform", "rotate", "translate", "angles_to_projective_transforms", "translations_to_projective_transforms",
+    "compose_transforms")}
 _TPU = ("TPU execution has no CPU/GPU counterpart here; run TPUEstimator with use_tpu=False (as TensorFlow 1 "
         "did without a TPU), or use tf.estimator.Estimator / NPUEstimator")
 _CONTRIB_TPU = "npurun.compat.contrib_tpu"
@@ -123,7 +126,7 @@ _NOT_PORTED = "a tf.contrib module with no maintained TensorFlow 2 package; rewr
 
 # Module name (below tensorflow.contrib) -> its names. Only listed modules have usable names.
 MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
-           "training": TRAINING, "opt": OPT, "tpu": TPU}
+           "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE}
 # Whole modules that are another package.
 PACKAGES = {"slim": _SLIM}
 UNSUPPORTED_MODULES = {
@@ -132,8 +135,6 @@ UNSUPPORTED_MODULES = {
                   "NPUDistributedOptimizer under `npurun launch`",
     "mixed_precision": "use npu_bridge's NPULossScaleOptimizer with a loss-scale manager",
     "hccl": "use npu_bridge.hccl / hccl.manage.api",
-    "image": "contrib.image's ops (rotate, transform, ...) are not in TensorFlow 2; tensorflow-addons is no "
-             "longer maintained",
     "summary": "contrib.summary's graph-mode writers are not provided; use the TF 1 tf.summary",
     "seq2seq": _NOT_PORTED, "learn": _NOT_PORTED, "crf": _NOT_PORTED, "cudnn_rnn": _NOT_PORTED,
     "quantize": _NOT_PORTED, "distributions": "use tensorflow-probability", "lookup": "use tf.lookup",
@@ -146,6 +147,7 @@ PATHS = {
     "slim": _SLIM, "slim.nets": "tf_slim.nets", "slim.python.slim": _SLIM, "slim.python.slim.nets": "tf_slim.nets",
     "layers.python.layers": "tf_slim.layers", "layers.python": "tf_slim.layers",
     "framework.python.ops": "tf_slim.ops", "training.python.training": "tf_slim.training",
+    "image.python.ops.image_ops": "npurun.compat.contrib_image",
     "tpu.python.tpu.tpu_config": "npurun.compat.contrib_tpu", "tpu.python.tpu.tpu_estimator": "npurun.compat.contrib_tpu",
 }
 
