@@ -52,7 +52,14 @@ class TF1Module(types.ModuleType):
     def __getattr__(self, name):
         if name == "contrib":
             return importlib.import_module("tensorflow.contrib")
-        return getattr(self._v1, name)
+        try:
+            return getattr(self._v1, name)
+        except AttributeError:
+            if name.startswith("__"):
+                raise
+            raise AttributeError(f"module 'tensorflow' has no attribute {name!r}: under npurun run a script's "
+                                 f"tensorflow is TensorFlow 1's API as TensorFlow {self._v1.VERSION} keeps it "
+                                 f"(tf.compat.v1), which has no {name!r}") from None
 
     def __dir__(self):
         return sorted(set(dir(self._v1)) | {"contrib"})
