@@ -158,3 +158,42 @@ def test_check_is_static_it_never_imports_tensorflow(script):
             "sorted(m for m in sys.modules if m.startswith('tensorflow'))")
     result = subprocess.run([sys.executable, "-c", code, str(script)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_imports_of_modules_that_are_neither_local_nor_installed(tmp_path):
+    script = tmp_path / "train.py"
+    (tmp_path / "helper.py").write_text("VALUE = 1\n")
+    script.write_text(textwrap.dedent("""\
+        import os
+        import helper
+        import moxing as mox
+        try:
+            import apex
+        except ImportError:
+            apex = None
+        """))
+    assert _raising(script) == {("", "moxing")}
+    script.write_text("import sys\nsys.path.append('/somewhere')\nimport moxing\n")
+    found = {f.name: f for f in check_file(str(script))}
+    assert not found["moxing"].error and found["moxing"].status == "not found here"
+
+
+def test_tf_and_os_from_the_star_import_are_followed(tmp_path, monkeypatch):
+    script = tmp_path / "train.py"
+    script.write_text("from npu_bridge.npu_init import *\nsess = tf.Session()\nx = tf.no_such_name\n"
+                      "p = os.path.join('a', 'b')\nv = tf.__version__\n")
+    for world in (True, False):  # npu_init's tf: the TF1 world's tensorflow, or tf.compat.v1 without it
+        monkeypatch.setattr(check_tensorflow, "world_available", lambda: world)
+        found = {f.name: f for f in check_file(str(script))}
+        assert {name for _, name in _raising(script)} == {
+            "tensorflow.no_such_name" if world else "tensorflow.compat.v1.no_such_name"}
+        assert not any("os" in name for name in found)
+
+
+def test_adapter_names_missing_from_the_table_raise_where_imported_or_read(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("from npu_bridge.npu_init import no_such_name, NPURunConfig\n"
+                      "from npu_bridge.estimator import npu_ops, not_a_module\n"
+                      "y = npu_ops.dropout(1.0, 0.5)\nz = npu_ops.nothing_here(1)\n")
+    assert _raising(script) == {("", "npu_bridge.npu_init.no_such_name"), ("", "npu_bridge.estimator.not_a_module"),
+                                ("", "npu_bridge.estimator.npu_ops.nothing_here")}

@@ -119,3 +119,40 @@ def test_npu_variable_scope_with_a_placement_runs_the_block_as_written(active):
         with v1.Session() as sess:
             sess.run(w.initializer)
             assert sess.run(w)[0] == 3.0
+
+
+class _SumCell:
+    """A minimal RNN cell (what static_rnn asks of one): state = tanh(state + x @ w)."""
+
+    state_size = output_size = 2
+
+    def __init__(self, w):
+        self.w = w
+
+    def zero_state(self, batch_size, dtype):
+        return tf.zeros([batch_size, 2], dtype)
+
+    def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
+        return self.zero_state(batch_size, dtype)
+
+    def __call__(self, x, state, scope=None):
+        new = tf.tanh(state + tf.matmul(x, self.w))
+        return new, new
+
+
+def test_npu_dynamic_rnn_is_the_cell_over_time_major_inputs():
+    import numpy as np
+
+    rng = np.random.RandomState(0)
+    inputs = rng.rand(5, 3, 4).astype(np.float32)  # [time, batch, features]
+    w = rng.rand(4, 2).astype(np.float32)
+    with tf.Graph().as_default():
+        outputs, state = shims.npu_dynamic_rnn(_SumCell(tf.constant(w)), tf.constant(inputs), dtype=tf.float32)
+        with v1.Session() as sess:
+            got, got_state = sess.run([outputs, state])
+    expected, h = [], np.zeros((3, 2), np.float32)
+    for x in inputs:
+        h = np.tanh(h + x @ w)
+        expected.append(h)
+    np.testing.assert_allclose(got, np.stack(expected), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_state, h, rtol=1e-5, atol=1e-6)

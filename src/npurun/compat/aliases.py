@@ -129,7 +129,8 @@ _OPS = "npurun.compat.npu_ops"
 _NO_NPU_SYSTEM = ("there is no NPU system to open or close on a CPU/GPU; the op it returns is a no-op")
 _NOT_KERAS3 = ("TF 2.21 ships Keras 3, which has no TF1 backend session or OptimizerV2 hooks to patch; "
                "use NPUEstimator, or tf.compat.v1 optimizers with npu_distributed_optimizer_wrapper")
-_NPU_KERNEL = ("a fused Ascend kernel with no CPU/GPU kernel here; write it with TensorFlow ops")
+_NPU_KERNEL = ("a fused Ascend kernel with no CPU/GPU kernel here; the adapter publishes only its signature, not "
+               "its exact computation, so a rewrite could differ silently: write it with TensorFlow ops")
 _GRAPH_ENGINE = ("the attributes it sets are read only by the Ascend graph engine; results are the same without "
                  "them, so the block runs as written")
 _KERNEL_LIBRARY = "Ascend AI CPU / custom kernels of the adapter with no CPU/GPU implementation here"
@@ -264,8 +265,12 @@ NPU_SCOPE = {
         "op_specified_engine_scope", "npu_qos_label_scope", "subgraph_multi_dims_scope", "npu_optimizer_scope",
         "disable_autofuse", "limit_core_num_scope")},
 }
+NPU_RNN = {
+    "npu_dynamic_rnn": Mapped(f"{_SHIMS}:npu_dynamic_rnn",
+                              "the cell over time-major inputs, unrolled with tf.compat.v1.nn.static_rnn (as the "
+                              "adapter does)"),
+}
 _UNSUPPORTED_MODULES = {
-    "npu_rnn": Unsupported("NPU fused RNN kernels (DynamicRNN/DynamicGRU); use tf.compat.v1.nn.dynamic_rnn"),
     "keras_to_npu": Unsupported(_NOT_KERAS3),
     "npu_strategy": Unsupported("the NPU tf.distribute strategy; npurun distributes through NPUEstimator "
                                 "and npurun.distribute"),
@@ -305,6 +310,7 @@ NPU_INIT = {
     "util": Mapped("npu_bridge.estimator.npu.util"),
     "npu_scope": Mapped("npu_bridge.estimator.npu.npu_scope"),
     "npu_plugin": Mapped("npu_bridge.estimator.npu.npu_plugin"),
+    "npu_rnn": Mapped("npu_bridge.estimator.npu.npu_rnn"),
     "npu_unary_ops": Mapped("npu_bridge.estimator.npu_unary_ops.npu_unary_ops"),
     "hccl_ops": Mapped("npu_bridge.hccl.hccl_ops"),
     **_UNSUPPORTED_MODULES,
@@ -373,8 +379,8 @@ MODULES: dict[str, AdapterModule] = {m.name: m for m in (
                   "Unary ops (`from npu_bridge.estimator.npu_unary_ops import npu_unary_ops`).", NPU_UNARY_OPS),
     _package("npu_bridge.estimator.npu", "Run config, estimator, optimizers, hooks and helpers.",
              "npu_config", "npu_estimator", "npu_optimizer", "npu_loss_scale_optimizer", "npu_loss_scale_manager",
-             "npu_hook", "util", "npu_scope", "npu_plugin",
-             unsupported={k: _UNSUPPORTED_MODULES[k] for k in ("npu_rnn", "keras_to_npu", "npu_strategy")}),
+             "npu_hook", "util", "npu_scope", "npu_plugin", "npu_rnn",
+             unsupported={k: _UNSUPPORTED_MODULES[k] for k in ("keras_to_npu", "npu_strategy")}),
     AdapterModule("npu_bridge.estimator.npu.npu_config", "Run configuration.", NPU_CONFIG),
     AdapterModule("npu_bridge.estimator.npu.npu_estimator", "The estimator.", NPU_ESTIMATOR),
     AdapterModule("npu_bridge.estimator.npu.npu_optimizer", "Optimizer wrappers.", NPU_OPTIMIZER),
@@ -384,6 +390,7 @@ MODULES: dict[str, AdapterModule] = {m.name: m for m in (
     AdapterModule("npu_bridge.estimator.npu.util", "Loop sinking for sess.run scripts, and helpers.", UTIL),
     AdapterModule("npu_bridge.estimator.npu.npu_scope", "Graph scopes.", NPU_SCOPE),
     AdapterModule("npu_bridge.estimator.npu.npu_plugin", "NPU device resources.", NPU_PLUGIN),
+    AdapterModule("npu_bridge.estimator.npu.npu_rnn", "RNN helpers.", NPU_RNN),
     AdapterModule("npu_bridge.estimator.npu_ops", "NPU operators.", NPU_OPS),
     _package("npu_bridge.hccl", "Collective communication.", "hccl_ops"),
     AdapterModule("npu_bridge.hccl.hccl_ops", "Collective operations.", HCCL_OPS),

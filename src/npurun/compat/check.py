@@ -83,6 +83,17 @@ def _literal(node):
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
+def _star_target(module: str, name: str, entry) -> str:
+    """What a name brought in by an adapter star import stands for: npu_init's re-exported modules
+    (`tf`, `os`) are followed as those modules (so `tf.Session` is checked as TensorFlow 1 API)."""
+    target = getattr(entry, "target", "")
+    if target == "npurun.compat.shims:script_tensorflow":  # the TF1 world's tensorflow, else tf.compat.v1
+        return "tensorflow" if check_tensorflow.world_available() else "tensorflow.compat.v1"
+    if target and ":" not in target and target.split(".")[0] not in (*aliases.ROOTS, "npurun"):
+        return target
+    return f"{module}.{name}"
+
+
 def _availability(entry) -> str:
     """'available', 'unsupported' or 'not available yet: <reason>', from the files installed (no import)."""
     if isinstance(entry, aliases.Unsupported):
@@ -104,6 +115,7 @@ class _Scanner(ast.NodeVisitor):
         self._loaded: dict = {}  # name -> first line it is read
         self._adapter_star = None  # the adapter module of a star import, if any
         self._unknown_star = False  # a star import whose names are not known statically
+        self.changes_sys_path = False  # sys.path.append/insert/extend: other modules may become importable
 
     def exported(self) -> dict:
         """What `from this_module import *` gives (as far as check follows names): local name -> qualified."""
@@ -137,18 +149,21 @@ class _Scanner(ast.NodeVisitor):
                 self._bound.add(root)
             self._adapter_module_import(node, alias.name)
             self._tensorflow_import(node, alias.name, ())
-            self._local_import(alias.name, 0)
+            if self._local_import(alias.name, 0) is None:
+                self._installed(node, alias.name)
 
     def visit_ImportFrom(self, node):
         module = node.module or ""
         local = self._local_import(module, node.level, [a.name for a in node.names if a.name != "*"])
+        if local is None and not node.level:
+            self._installed(node, module)
         for alias in node.names:
             if alias.name == "*":
                 table = aliases.MODULES.get(module) if not node.level else None
                 if table is not None:
                     self._adapter_star = module
-                    for name in table.names:
-                        self.star_names[name] = f"{module}.{name}"
+                    for name, entry in table.names.items():
+                        self.star_names[name] = _star_target(module, name, entry)
                 elif local is not None:
                     self.star_names.update({k: v for k, v in local.exported().items() if not k.startswith("_")})
                     self._unknown_star = self._unknown_star or local._unknown_star
@@ -164,7 +179,9 @@ class _Scanner(ast.NodeVisitor):
             qualified = f"{module}.{alias.name}"
             self.aliases[alias.asname or alias.name] = qualified
             if module.split(".")[0] in aliases.ROOTS:
-                if qualified in aliases.MODULES or aliases.lookup(qualified) is None:
+                if module in aliases.MODULES and qualified not in aliases.MODULES and aliases.lookup(qualified) is None:
+                    self._missing_adapter_name(node, module, alias.name, "ImportError")
+                elif qualified in aliases.MODULES or aliases.lookup(qualified) is None:
                     self._adapter_module_import(node, qualified if qualified in aliases.MODULES else module)
         if not node.level:
             self._tensorflow_import(node, module, [a.name for a in node.names if a.name != "*"])
@@ -179,6 +196,27 @@ class _Scanner(ast.NodeVisitor):
                 self._project.scan(sub)
         path = self._project.resolve(module, level, self._path) if module or level else None
         return self._project.scan(path) if path is not None else None
+
+    def visit_Try(self, node):
+        # Imports inside `try:` may be optional (`except ImportError:`): not reported as missing.
+        self._guarded = getattr(self, "_guarded", 0) + 1
+        for statement in node.body:
+            self.visit(statement)
+        self._guarded -= 1
+        for part in (*node.handlers, *node.orelse, *node.finalbody):
+            self.visit(part)
+
+    visit_TryStar = visit_Try
+
+    def _installed(self, node, module):
+        """An import of a module that is neither local, nor an adapter / TensorFlow path, nor installed."""
+        top = module.split(".")[0]
+        if (not top or getattr(self, "_guarded", 0) or top in aliases.ROOTS or top in ("tensorflow", "horovod")
+                or check_tensorflow.module_exists(top)):
+            return
+        self.add(Finding(node.lineno, "imports", top, "not installed",
+                         "neither a module next to the script nor installed here: ModuleNotFoundError", True),
+                 once_key=("imports", top))
 
     def _tensorflow_import(self, node, module, names):
         """Imports of TensorFlow paths: removed modules, TF 1 paths the TF1 world provides, tf.contrib."""
@@ -196,6 +234,11 @@ class _Scanner(ast.NodeVisitor):
             targets = [f"{module}.{n}" for n in names] if module in ("tensorflow", "tensorflow.compat.v1") else []
         for target in targets:
             self._use(node, target)
+
+    def _missing_adapter_name(self, node, module, name, error):
+        self.add(Finding(node.lineno, "adapter", f"{module}.{name}", "not provided",
+                         f"{module} has no {name!r} here: it is not in npurun's coverage table (docs/compat.md); "
+                         f"{error}", True), once_key=("adapter", f"{module}.{name}"))
 
     def _adapter_module_import(self, node, module):
         if module.split(".")[0] not in aliases.ROOTS:
@@ -269,6 +312,10 @@ class _Scanner(ast.NodeVisitor):
         if root in aliases.ROOTS:
             entry = aliases.lookup(qualified)
             if entry is None:
+                module, _, name = qualified.rpartition(".")
+                if qualified not in aliases.MODULES and module in aliases.MODULES:
+                    self._missing_adapter_name(node, module, name, "AttributeError")
+                    return True
                 return qualified in aliases.MODULES  # a module itself; its members are reported
             status = _availability(entry)
             error = status != "available"
@@ -322,6 +369,11 @@ class _Scanner(ast.NodeVisitor):
 
     # ---- NPURunConfig calls ------------------------------------------------------------------------
     def visit_Call(self, node):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("append", "insert", "extend") and \
+                isinstance(func.value, ast.Attribute) and func.value.attr == "path" and \
+                isinstance(func.value.value, ast.Name) and func.value.value.id == "sys":
+            self.changes_sys_path = True
         qualified = self.qualified(node.func)
         if qualified in RUN_CONFIG_TARGETS or (qualified is None and isinstance(node.func, ast.Name)
                                                and node.func.id == "NPURunConfig"):
@@ -461,9 +513,15 @@ class _Project:
         self.script = os.path.abspath(script_path)
         self.scan(self.script, source)
         found = []
+        changed = any(scanner.changes_sys_path for scanner in self.scanners.values())
         for path, scanner in self.scanners.items():
             relative = "" if path == self.script else os.path.relpath(path, self.root)
-            found += [Finding(**{**asdict(f), "file": relative}) for f in scanner.findings]
+            for f in scanner.findings:
+                if changed and f.section == "imports":  # found through the script's own sys.path entries?
+                    f = Finding(**{**asdict(f), "status": "not found here", "error": False, "detail":
+                                   "not next to the script nor installed; the scripts add to sys.path, so it may "
+                                   "be found there (not checked)"})
+                found.append(Finding(**{**asdict(f), "file": relative}))
         return sorted(found, key=lambda f: (f.file != "", f.file, f.line, f.section, f.name))
 
 
@@ -477,7 +535,8 @@ SECTIONS = (("option", "NPURunConfig / RunConfig options"),
             ("parameter_map", "NpuOptimizer parameter_map entries"),
             ("adapter", "Ascend adapter APIs"),
             ("tensorflow", "TensorFlow APIs that TensorFlow 2.21 lacks"),
-            ("horovod", "Horovod"))
+            ("horovod", "Horovod"),
+            ("imports", "Other imports"))
 
 
 def render_text(findings, filename: str) -> str:

@@ -111,9 +111,9 @@ def classify(qualified: str, world: bool):
 
 
 def _classify_api(parts, api, shown, world):
-    if not parts or parts[0] in OWN_TABLES or parts[0] == "compat":
-        return None
-    name, member = parts[0], (parts[1] if len(parts) > 1 else None)
+    if not parts or parts[0] in OWN_TABLES or parts[0] == "compat" or parts[0].startswith("_"):
+        return None  # (module attributes such as tf.__version__ are not API names)
+    name, member = parts[0], (parts[1] if len(parts) > 1 and not parts[1].startswith("_") else None)
     if name not in api:
         return ("error", f"{shown}.{name} does not exist in TensorFlow 1's API here (AttributeError)", True)
     members = api[name]

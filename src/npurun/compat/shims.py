@@ -387,3 +387,14 @@ def npu_resource_init(*args, **kwargs):
 
 def npu_resource_shutdown():
     """Nothing to release here."""
+
+
+# ---- npu_rnn ----------------------------------------------------------------------------------------
+def npu_dynamic_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
+    """The adapter's npu_dynamic_rnn: `cell` over time-major `inputs` [time, batch, ...], unrolled with
+    tf.compat.v1.nn.static_rnn; returns (outputs stacked time-major, final state), as the adapter does."""
+    import tensorflow as tf
+
+    outputs, state = tf.compat.v1.nn.static_rnn(cell, tf.unstack(inputs, axis=0), initial_state=initial_state,
+                                                dtype=dtype, sequence_length=sequence_length, scope=scope)
+    return tf.stack(outputs, axis=0), state

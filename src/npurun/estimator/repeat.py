@@ -119,7 +119,8 @@ def repeat_with_fetches(train_op, iterations, fetches, name: str = "npurun_itera
     as the global step) is computed once after the loop. A run reads exactly N input elements.
     """
     graph = train_op.graph
-    inside = [f for f in fetches if reads_input(f)]
+    handles = [f for f in fetches if isinstance(f, tf.Tensor) and f.dtype in (tf.resource, tf.variant)]
+    inside = [f for f in fetches if not any(f is h for h in handles) and reads_input(f)]
     inside_tensors = [f for f in inside if isinstance(f, tf.Tensor)]
     inside_ops = [f for f in inside if not isinstance(f, tf.Tensor)]
     with graph.as_default(), tf.name_scope(name):
@@ -146,7 +147,7 @@ def repeat_with_fetches(train_op, iterations, fetches, name: str = "npurun_itera
                 values.append(by_fetch[id(fetch)])
             elif fetch in inside_ops:
                 values.append(loop)
-            elif getattr(fetch, "op", fetch).type in STATE_OPS:
+            elif getattr(fetch, "op", fetch).type in STATE_OPS or any(fetch is h for h in handles):
                 values.append(fetch)  # a fed value or a handle: the same inside and outside the loop
             else:
                 root = getattr(fetch, "op", fetch)
