@@ -27,10 +27,10 @@ def _run(script, *args, tmp_path):
 
 @pytest.mark.slow
 def test_lenet_sess_run_with_flags_configproto_iteration_loop_and_loss_scaling(tmp_path):
-    done = _run("lenet_sess_run.py", "--loops", "12", tmp_path=tmp_path)
+    done = _run("lenet_sess_run.py", "--loops", "20", tmp_path=tmp_path)
     losses = _losses_fall(done, "lenet_sess_run.py")
     steps = [int(s) for s in re.findall(r"global_step (\d+)", done.stdout)]
-    assert len(losses) == 12 and steps == list(range(5, 65, 5)), steps  # 5 training steps per sess.run
+    assert len(losses) == 20 and steps == list(range(5, 105, 5)), steps  # 5 training steps per sess.run
 
 
 @pytest.mark.slow
