@@ -195,7 +195,7 @@ mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 id
   (TF 1.15's package name) is `tensorflow`.
 - `tf.__version__` is TensorFlow's real version (2.21.x).
 - Checked over Ascend's ModelZoo-TensorFlow: of the 533 distinct `import`/`from` statements naming
-  `tensorflow…` at the top of its Python files, 462 import in this world; the rest are TensorFlow 2.21
+  `tensorflow…` at the top of its Python files, 463 import in this world; the rest are TensorFlow 2.21
   internals that moved (`tensorflow.python.keras...`, `tensorflow.python.training.tracking`), other
   packages (`tensorflow_hub`, `tensorflow_addons`, ...) and `tf.contrib` modules listed as unsupported below.
 """
