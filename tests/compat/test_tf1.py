@@ -271,3 +271,16 @@ def test_contrib_image_rotate_translate_match_numpy():
                                             contrib_image.translations_to_projective_transforms([0, 2]))
     np.testing.assert_allclose(contrib_image.transform(image, both), shifted)
     assert isinstance(rotated, tf.Tensor)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from npu_bridge.npu_init import *\nimport tensorflow as tf\n", True),
+    ("import os\n  from hccl.manage.api import get_rank_id\n", True),
+    ("import tensorflow as tf\n# from npu_bridge.npu_init import *\n", False),
+    ("from npurun import NPURunConfig\nimport npu_bridge_like\n", False),
+])
+def test_launch_runs_adapter_scripts_as_npurun_run(tmp_path, source, expected):
+    from npurun.distribute.launch import uses_adapter
+
+    (tmp_path / "train.py").write_text(source)
+    assert uses_adapter(str(tmp_path / "train.py")) is expected
