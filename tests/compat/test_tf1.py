@@ -29,6 +29,9 @@ from tensorflow.train import AdamOptimizer
 from tensorflow.summary import FileWriter
 from tensorflow.contrib.slim.python.slim.nets import resnet_v1
 from tensorflow.contrib.tpu.python.tpu.tpu_config import TPUConfig
+from tensorflow.contrib.framework.python.ops import arg_scope, add_arg_scope, variables as contrib_variables
+print("framework_ops", arg_scope is tf_slim.arg_scope, add_arg_scope is tf_slim.add_arg_scope,
+      contrib_variables is sys.modules["tf_slim.ops.variables"])
 from tensorflow_core.python.framework import graph_util as core_graph_util
 print("tf1_paths", AdamOptimizer is real_v1().train.AdamOptimizer, FileWriter is real_v1().summary.FileWriter,
       resnet_v1 is sys.modules["tf_slim.nets.resnet_v1"], TPUConfig.__module__,
@@ -88,6 +91,7 @@ def test_script_gets_tensorflow_1_and_npurun_keeps_tensorflow_2(tmp_path):
     out = done.stdout
     assert "script_tf True v1 True npurun_tf True slim True utils True" in out
     assert "tf1_paths True True True npurun.compat.contrib_tpu True" in out
+    assert "framework_ops True True True" in out
     assert "graph_mode True tf1_shape 3" in out
     assert "losses_fall True frozen_variables 0" in out
     assert "AdapterAPIError tf.contrib.tpu.CrossShardOptimizer is not supported by npurun" in out

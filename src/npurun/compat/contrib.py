@@ -238,6 +238,8 @@ def module_for(fullname: str):
     rest = fullname[len("tensorflow.contrib"):].lstrip(".")
     if not rest:
         return ContribModule("")
+    if rest == "framework.python.ops":
+        return _framework_ops(fullname)
     if rest in PATHS:
         return importlib.import_module(PATHS[rest])
     if rest in MODULES:
@@ -255,6 +257,18 @@ def module_for(fullname: str):
     if top in UNSUPPORTED_MODULES:
         raise _error(rest, UNSUPPORTED_MODULES[top])
     raise _error(rest, "it is not in npurun's tf.contrib table (docs/compat.md)")
+
+
+def _framework_ops(fullname):
+    """contrib.framework.python.ops as TF 1 had it: arg_scope's and variables' functions at the top
+    (`from ...ops import arg_scope, add_arg_scope` gives the functions), `variables` the module (tf-slim's)."""
+    module = types.ModuleType(fullname)
+    module.__path__ = []  # `...ops.variables` / `...ops.arg_scope` as modules: the finder maps them to tf_slim.ops
+    for name in ("tf_slim.ops.variables", "tf_slim.ops.arg_scope"):
+        source = importlib.import_module(name)
+        module.__dict__.update({attribute: getattr(source, attribute) for attribute in source.__all__})
+    module.variables = importlib.import_module("tf_slim.ops.variables")
+    return module
 
 
 def render_markdown() -> str:
