@@ -261,7 +261,8 @@ def add_launch_command(subparsers) -> argparse.ArgumentParser:
         "launch", help="start N ranks of a training script on this machine (data-parallel or parameter-server)",
         description="Start N ranks of `python SCRIPT ARGS` with RANK_ID, RANK_SIZE and TF_CONFIG set (free "
                     "ports of 127.0.0.1 on one host). Output lines are prefixed [rank i]. When a rank fails "
-                    "every rank is stopped and the launcher exits with its status.",
+                    "every rank is stopped and the launcher exits with its status. A script that imports Ascend's "
+                    "adapter (npu_bridge, hccl) runs as `npurun run SCRIPT ARGS` on each rank.",
         epilog="examples:\n"
                "  npurun launch -n 2 train.py --steps 100\n"
                "  npurun launch -n 2 --ps 1 train_ps.py           # parameter-server mode\n"
@@ -308,7 +309,21 @@ def cmd_launch(args) -> int:
     if args.startup_timeout:
         extra["HCCL_CONNECT_TIMEOUT"] = str(args.startup_timeout)
     command = [sys.executable, args.script, *args.args]
+    if uses_adapter(args.script):  # an Ascend adapter script: each rank runs it as `npurun run` would
+        command = [sys.executable, "-m", "npurun.compat", "run", args.script, *args.args]
     return Launch(tasks, command, grace=args.grace, extra_env=extra).run()
+
+
+def uses_adapter(script: str) -> bool:
+    """Whether `script` imports Ascend's adapter (`npu_bridge` / `hccl`), read as text (nothing is run)."""
+    import re
+
+    try:
+        with open(script, encoding="utf-8", errors="replace") as f:
+            source = f.read()
+    except OSError:
+        return False
+    return re.search(r"^\s*(from|import)\s+(npu_bridge|hccl)\b", source, re.MULTILINE) is not None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
