@@ -30,6 +30,13 @@ def run_script(path: str, args=()) -> int:
     try:
         with active(), _npurun_log():
             runpy.run_path(path, run_name="__main__")
+    except Exception as error:  # noqa: BLE001 - the script's own exception, reported as such
+        from ..cli_errors import debug_wanted, print_script_exception
+
+        if debug_wanted():
+            raise
+        print_script_exception(error, path)
+        return 1
     except SystemExit as done:
         code = done.code
         if code is None:

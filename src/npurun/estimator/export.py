@@ -14,6 +14,7 @@ import shutil
 import time
 
 import tensorflow as tf
+from tensorflow.core.protobuf import meta_graph_pb2
 
 from . import building
 from .spec import ModeKeys
@@ -84,7 +85,33 @@ class PredictOutput:
         self.outputs = _as_dict(outputs, "output")
 
     def as_signature_def(self, receiver_tensors):
-        return _v1.saved_model.signature_def_utils.predict_signature_def(receiver_tensors, self.outputs)
+        return predict_signature_def(receiver_tensors, self.outputs)
+
+
+def _tensor_info(tensor):
+    """A TensorInfo for a Tensor or SparseTensor (what the deprecated build_tensor_info wrote)."""
+    if isinstance(tensor, tf.SparseTensor):
+        info = meta_graph_pb2.TensorInfo(dtype=tensor.dtype.as_datatype_enum)
+        info.coo_sparse.values_tensor_name = tensor.values.name
+        info.coo_sparse.indices_tensor_name = tensor.indices.name
+        info.coo_sparse.dense_shape_tensor_name = tensor.dense_shape.name
+    else:
+        info = meta_graph_pb2.TensorInfo(name=tensor.name, dtype=tensor.dtype.as_datatype_enum)
+    info.tensor_shape.CopyFrom(tensor.shape.as_proto())
+    return info
+
+
+def predict_signature_def(inputs: dict, outputs: dict):
+    """A predict SignatureDef of `inputs` and `outputs` (dicts of tensors)."""
+    if not inputs or not outputs:
+        raise ValueError(f"a predict signature needs inputs and outputs; got {sorted(inputs or {})} -> "
+                         f"{sorted(outputs or {})}")
+    signature = meta_graph_pb2.SignatureDef(method_name=_v1.saved_model.signature_constants.PREDICT_METHOD_NAME)
+    for key, tensor in inputs.items():
+        signature.inputs[key].CopyFrom(_tensor_info(tensor))
+    for key, tensor in outputs.items():
+        signature.outputs[key].CopyFrom(_tensor_info(tensor))
+    return signature
 
 
 def signature_defs(spec, receiver: ServingInputReceiver) -> dict:

@@ -193,7 +193,11 @@ def _savers(built, inp: Input, fed: bool = False):
     plain = built.saver()
     if inp.iterator is None or built.spec.scaffold is not None or fed:
         return [plain]
-    saveable = tf.data.experimental.make_saveable_from_iterator(inp.iterator, external_state_policy="fail")
-    with_input = _v1.train.Saver(var_list=_v1.global_variables() + [saveable], sharded=False, max_to_keep=None,
-                                 allow_empty=True)
+    # The iterator is a Trackable whose state serialises with ExternalStatePolicy.FAIL: the Saver takes
+    # it as it is (make_saveable_from_iterator, deprecated, made the same "<resource>_STATE" entry).
+    from tensorflow.python.training.saving import saveable_object_util
+
+    var_list = saveable_object_util.op_list_to_dict(_v1.global_variables())
+    var_list[inp.iterator._iterator_resource.name] = inp.iterator
+    with_input = _v1.train.Saver(var_list=var_list, sharded=False, max_to_keep=None, allow_empty=True)
     return [with_input, plain]

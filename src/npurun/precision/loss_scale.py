@@ -33,7 +33,11 @@ import tensorflow as tf
 _v1 = tf.compat.v1
 logger = logging.getLogger("npurun")
 
-MANAGERS_COLLECTION = "npurun_loss_scale_managers"  # graph collection of _LossScaleState, one per manager
+# Graph collections of each manager's scale and skipped-steps variables, in the same order (what
+# the logging hook reads). Variables, unlike Python objects, serialise into a MetaGraphDef, so no
+# export warns about these collections.
+SCALES_COLLECTION = "npurun_loss_scales"
+SKIPPED_COLLECTION = "npurun_loss_scale_skipped_steps"
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -76,7 +80,8 @@ class LossScaleManager:
             if state is None:
                 with graph.name_scope(None):  # top-level names, whatever scope the caller is in
                     state = _LossScaleState(self, self._initial_scale)
-                graph.add_to_collection(MANAGERS_COLLECTION, state)
+                graph.add_to_collection(SCALES_COLLECTION, state.scale)
+                graph.add_to_collection(SKIPPED_COLLECTION, state.skipped_steps)
                 self._states[graph] = state
             return state
 
@@ -204,8 +209,9 @@ class LossScaleLoggingHook(_v1.train.SessionRunHook):
         self._last_skipped = None
 
     def begin(self):
-        states = _v1.get_default_graph().get_collection(MANAGERS_COLLECTION)
-        self._fetches = [(s.scale.read_value(), s.skipped_steps.read_value()) for s in states]
+        graph = _v1.get_default_graph()
+        self._fetches = [(scale.read_value(), skipped.read_value()) for scale, skipped in
+                         zip(graph.get_collection(SCALES_COLLECTION), graph.get_collection(SKIPPED_COLLECTION))]
         self._runs = 0
         self._last_skipped = None
 
