@@ -35,6 +35,9 @@ _BANNER_LINES = (
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
     "To enable the following instructions:",  # continuation of cpu_feature_guard's INFO line
 )
+# WARNING-level native lines that report normal operation, not a problem: a rank's collective
+# executor tears its rendezvous down with this status when the session closes.
+_ROUTINE_WARNINGS = ("Local rendezvous is aborting with status: ABORTED: Cleanup",)
 _SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}
 
 
@@ -62,7 +65,11 @@ def keep_native_line(line: str, min_level: int) -> bool:
     if any(line.startswith(banner) for banner in _BANNER_LINES):
         return False
     match = _NATIVE_LINE.match(line)
-    return match is None or _SEVERITY[match.group(1)] >= min_level
+    if match is None:
+        return True
+    if any(routine in line for routine in _ROUTINE_WARNINGS):
+        return False
+    return _SEVERITY[match.group(1)] >= min_level
 
 
 def import_tensorflow():
@@ -184,6 +191,13 @@ class _Bridge(logging.Handler):
             sys.stderr.write(self.format(record) + "\n")
         except Exception:  # noqa: BLE001 - logging must not raise
             self.handleError(record)
+
+
+def user_configured(logger=None) -> bool:
+    """Whether the "npurun" logger has a handler or a level of the user's (not just the bridge)."""
+    logger = logger or logging.getLogger("npurun")
+    own_level = getattr(logger, "_own_level", logger.level)
+    return own_level != logging.NOTSET or any(not isinstance(h, _Bridge) for h in logger.handlers)
 
 
 def install() -> None:

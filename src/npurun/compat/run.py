@@ -52,8 +52,10 @@ def run_script(path: str, args=()) -> int:
 
 @contextlib.contextmanager
 def _npurun_log():
+    from ..logs import user_configured
+
     logger = logging.getLogger("npurun")
-    if logger.handlers or logger.level != logging.NOTSET:
+    if user_configured(logger):
         yield
         return
     handler = logging.StreamHandler(sys.stderr)
