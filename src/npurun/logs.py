@@ -202,6 +202,10 @@ def user_configured(logger=None) -> bool:
 
 def install() -> None:
     """Make "npurun" an _NpurunLogger with the bridge (called once when npurun is imported)."""
+    if "tensorflow" not in sys.modules:
+        # TensorFlow reads this once, when it is imported: its C++ INFO lines stay off for a script
+        # that imports npurun first (the start-up banner too, when npurun imports TensorFlow).
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", str(native_min_level()))
     manager = logging.Logger.manager
     existing = manager.loggerDict.get("npurun")
     if isinstance(existing, _NpurunLogger):
