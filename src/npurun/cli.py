@@ -64,7 +64,7 @@ def cmd_explain(args) -> int:
 
     config = _build_config_or_exit(args)
     if args.format == "json":
-        print(explain.render_json(config))
+        print(explain.render_json(config, only_set=args.only_set))
     else:
         print(explain.render_table(config, only_set=args.only_set))
     return 0
