@@ -25,7 +25,7 @@ examples:
       show what each option does on this machine (exit status 2 on an invalid config)
   npurun explain --config run.yaml --only-set
   npurun train --steps 400 --set save_checkpoints_steps=100
-      train the bundled example (scikit-learn digits), evaluate it and export a SavedModel
+      train the bundled example (handwritten digits), evaluate it and export a SavedModel
 """
 
 
@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser(
         "train", help="train, evaluate and export the bundled example",
-        description="Train the bundled example (an MLP on scikit-learn's digits, offline) with NPUEstimator "
+        description="Train the bundled example (an MLP on the 8x8 handwritten digits, bundled, offline) with NPUEstimator "
                     "under the given options, evaluate it, export a SavedModel and print the accuracy.")
     _add_option_sources(train)
     train.add_argument("--steps", type=_positive_int, default=600,

@@ -7,6 +7,7 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import pytest
 
 from npurun import cli
@@ -142,3 +143,25 @@ def test_ctrl_c_during_run_exits_130_without_a_traceback(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert "Traceback" not in err and "npurun run: interrupted" in err
+
+
+def test_the_bundled_digits_are_scikit_learns_digits():
+    from sklearn.datasets import load_digits as sklearn_digits
+
+    from npurun.example.digits import _digits
+
+    pixels, labels = _digits()
+    reference = sklearn_digits()
+    assert np.array_equal(pixels, reference.data) and np.array_equal(labels, reference.target)
+
+
+@pytest.mark.slow
+def test_train_runs_without_scikit_learn(tmp_path):
+    # A `sklearn` that cannot be imported, first on the path: as on a machine without scikit-learn.
+    (tmp_path / "sklearn").mkdir()
+    (tmp_path / "sklearn" / "__init__.py").write_text("raise ImportError('no scikit-learn here')\n")
+    env = env_without_debug(PYTHONPATH=str(tmp_path))
+    done = subprocess.run([*NPURUN, "train", "--steps", "20", "--model-dir", str(tmp_path / "m")],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout.split("accuracy: ")[1].split()[0]) > 0.3
