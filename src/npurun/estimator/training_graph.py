@@ -87,6 +87,10 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 building.warm_start(estimator._warm_start_from)
             start_ops = (building.init_op(graph), building.local_init_op(graph), holder["input"].initializer)
         graph.finalize()
+        if chief and saving:
+            # As tf.estimator's checkpoint saver did: the training graph as text, for TensorBoard
+            # and tools that read <model_dir>/graph.pbtxt.
+            tf.io.write_graph(graph.as_graph_def(add_shapes=True), model_dir, "graph.pbtxt")
         writer = None
         if chief and (summarising or options["log_step_count_steps"]):
             writer = building.summary_writer(model_dir, graph)
