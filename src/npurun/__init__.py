@@ -7,7 +7,7 @@ from importlib import import_module
 
 from . import logs
 from .config import DumpConfig, NPURunConfig, ProfilingConfig
-from .logs import enable_logging
+from .logs import disable_logging, enable_logging
 
 logs.install()
 
@@ -52,4 +52,4 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = ["NPURunConfig", "ProfilingConfig", "DumpConfig", "enable_logging", *_LAZY]
+__all__ = ["NPURunConfig", "ProfilingConfig", "DumpConfig", "enable_logging", "disable_logging", *_LAZY]

@@ -139,6 +139,16 @@ def enable_logging(level: int = logging.INFO, stream=None) -> logging.Handler:
     return _enabled_handler
 
 
+def disable_logging() -> None:
+    """Undo `enable_logging` (npurun's lines follow TensorFlow's and absl's verbosity again)."""
+    global _enabled_handler
+    logger = logging.getLogger("npurun")
+    if _enabled_handler is not None:
+        logger.removeHandler(_enabled_handler)
+        _enabled_handler = None
+    logger.setLevel(logging.NOTSET)
+
+
 def _followed_level():
     """INFO (or DEBUG) when TensorFlow's or absl's Python logger was set to it, else None."""
     levels = []
