@@ -20,6 +20,7 @@ from typing import Optional
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 DEBUG_HINT = "(run with --debug or NPURUN_DEBUG=1 for the traceback)"
+_PATH_HINT = "Check that the path exists, is a directory where one is expected, and is writable."
 
 # TensorFlow's errors that its file-system layer raises for a user's path.
 _TF_PATH_ERRORS = ("NotFoundError", "PermissionDeniedError", "AlreadyExistsError", "FailedPreconditionError")
@@ -59,13 +60,8 @@ def classify(error: BaseException) -> Optional[tuple[int, str]]:
 
     if isinstance(error, (OptionValueError, OptionTypeError, OptionConflictError)):
         return 2, f"invalid configuration: {_message(error)}"
-    if isinstance(error, OSError) and not _tensorflow_path_error(error):
-        path = f" ({error.filename})" if getattr(error, "filename", None) and str(error.filename) not in str(error) else ""
-        return 1, f"{_message(error)}{path}. Check the path exists, is a directory where one is expected, " \
-                  f"and is writable."
-    if _tensorflow_path_error(error):
-        return 1, f"{type(error).__name__}: {_message(error)}. Check the path exists, is a directory where one " \
-                  f"is expected, and is writable."
+    if isinstance(error, OSError) or _tensorflow_path_error(error):
+        return 1, f"{type(error).__name__}: {_message(error)}. {_PATH_HINT}"
     if isinstance(error, (ValueError, TypeError)) and _raised_by_npurun(error):
         return 2, _message(error)
     return None

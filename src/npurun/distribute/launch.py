@@ -8,7 +8,11 @@ ports of 127.0.0.1.
 Rules:
 - Every output line of a task is printed with its prefix, `[rank i] ` (or `[ps i] `), stdout to
   stdout and stderr to stderr.
-- When a rank (or a ps task) exits with a non-zero status, every other task is stopped (SIGTERM,
+- TensorFlow's C++ start-up banner and INFO lines are dropped from the tasks' stderr (the tasks
+  get TF_CPP_MIN_LOG_LEVEL=1 unless it is set), as `npurun train` drops them; `-v` /
+  NPURUN_VERBOSE=1 keeps them.
+- When a rank (or a ps task) exits with a non-zero status, the launcher says which
+  (`npurun launch: rank 1 failed: exited with status 3 ...`), every other task is stopped (SIGTERM,
   then SIGKILL after `--grace` seconds) and the launcher exits with that status (128 + signal
   number for a task killed by a signal). A rank that exits 0 is done; when every rank is done the
   ps tasks (which serve forever) are stopped and the launcher exits 0.
