@@ -87,3 +87,41 @@ def test_launch_of_two_ranks_prints_only_npurun_lines(tmp_path):
     for rank in (0, 1):
         assert f"[rank {rank}] rank {rank} done" in done.stdout
     assert foreign_lines(re.sub(r"(?m)^\[rank \d\] ", "", done.stderr)) == []
+
+
+LIBRARY_SCRIPT = """\
+import sys, numpy as np, tensorflow as tf
+from npurun import EstimatorSpec, NPUEstimator, NPURunConfig, ModeKeys
+from npurun.precision import ExponentialUpdateLossScaleManager, NPULossScaleOptimizer
+from npurun.estimator import build_raw_serving_input_receiver_fn
+v1 = tf.compat.v1
+def input_fn():
+    x = np.linspace(0, 1, 32, dtype=np.float32).reshape(16, 2)
+    return tf.data.Dataset.from_tensor_slices(({"x": x}, x.sum(axis=1, keepdims=True))).repeat().batch(4)
+def model_fn(features, labels, mode):
+    y = tf.matmul(features["x"], v1.get_variable("w", [2, 1]))
+    if mode == ModeKeys.PREDICT:
+        return EstimatorSpec(mode, predictions={"y": y})
+    loss = tf.reduce_mean(tf.square(y - labels))
+    opt = NPULossScaleOptimizer(v1.train.GradientDescentOptimizer(0.1),
+                                ExponentialUpdateLossScaleManager(2.0 ** 10, 100))
+    return EstimatorSpec(mode, loss=loss, train_op=opt.minimize(loss, global_step=v1.train.get_global_step()))
+est = NPUEstimator(model_fn, config=NPURunConfig(model_dir=sys.argv[1], save_checkpoints_steps=5))
+est.train(input_fn, max_steps=10)
+est.export_saved_model(sys.argv[1] + "/export",
+                       build_raw_serving_input_receiver_fn({"x": tf.TensorSpec([None, 2], tf.float32)}))
+"""
+
+
+@pytest.mark.slow
+def test_training_and_export_in_a_library_script_raise_no_tensorflow_warning_about_npurun(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(LIBRARY_SCRIPT)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "m")], capture_output=True, text=True,
+                          env=quiet_env(), timeout=300)
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("WARNING:tensorflow")
+                and not any(name in line for name in NAMED_WARNINGS)]
+    # before: make_saveable_from_iterator, build_tensor_info (deprecated) and "Issue encountered when
+    # serializing npurun_loss_scale_managers" (a collection of Python objects)
+    assert warnings == []
