@@ -181,7 +181,9 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.verbose:
-        os.environ["NPURUN_VERBOSE"] = "1"
+        from . import logs
+
+        logs.set_verbose()
     if args.debug:
         os.environ["NPURUN_DEBUG"] = "1"
     if not getattr(args, "handler", None):

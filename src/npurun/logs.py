@@ -50,6 +50,18 @@ def verbose() -> bool:
     return flag(VERBOSE_ENV)
 
 
+_level_set_here = False  # TF_CPP_MIN_LOG_LEVEL came from npurun, not from the user
+
+
+def set_verbose() -> None:
+    """Detail from here on (`-v`): npurun's own TF_CPP_MIN_LOG_LEVEL default gives way, the user's stays."""
+    global _level_set_here
+    os.environ[VERBOSE_ENV] = "1"
+    if _level_set_here:
+        del os.environ["TF_CPP_MIN_LOG_LEVEL"]
+        _level_set_here = False
+
+
 def native_min_level() -> int:
     """The C++ log level in effect: the user's TF_CPP_MIN_LOG_LEVEL, else 0 when verbose, else 1."""
     value = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
@@ -212,10 +224,12 @@ def user_configured(logger=None) -> bool:
 
 def install() -> None:
     """Make "npurun" an _NpurunLogger with the bridge (called once when npurun is imported)."""
-    if "tensorflow" not in sys.modules:
+    global _level_set_here
+    if "tensorflow" not in sys.modules and "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
         # TensorFlow reads this once, when it is imported: its C++ INFO lines stay off for a script
         # that imports npurun first (the start-up banner too, when npurun imports TensorFlow).
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", str(native_min_level()))
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = str(native_min_level())
+        _level_set_here = True
     manager = logging.Logger.manager
     existing = manager.loggerDict.get("npurun")
     if isinstance(existing, _NpurunLogger):
