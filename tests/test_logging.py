@@ -54,6 +54,7 @@ def test_tensorflow_verbosity_info_shows_npurun_progress(tmp_path):
     assert "INFO:npurun:Loss for final step 4" in err
     assert "INFO:npurun:loss = " in err and "step = 2" in err  # every log_step_count_steps
     assert "INFO:npurun:Saving checkpoint for step 4" in err
+    assert "\r" not in err  # stderr is a pipe here: no progress line redrawn in place, plain log lines
 
 
 @pytest.mark.slow

@@ -91,6 +91,14 @@ def test_a_bug_in_npurun_keeps_its_traceback(monkeypatch):
         main(["explain"])
 
 
+def test_unwritable_and_missing_paths_are_failed_runs_with_a_hint():
+    # (the suite may run as root, for whom no directory is unwritable: the error itself is classified)
+    status, message = classify(PermissionError(13, "Permission denied", "/data/model"))
+    assert status == 1 and "PermissionError" in message and "/data/model" in message and "writable" in message
+    status, message = classify(NotADirectoryError(20, "Not a directory", "afile/model"))
+    assert status == 1 and "afile/model" in message
+
+
 def test_only_npurun_raised_value_errors_are_user_errors():
     def raise_here():
         raise ValueError("from the test, not npurun")
