@@ -66,7 +66,7 @@ class TensorDumpHook(SelectedStepHook):
             return None
         self._warn_missing(ops)
         if self._executed:
-            self._pending = ExecutedCapture(ops, self._layer, self._mode)
+            self._pending = ExecutedCapture(ops, self._layer, self._mode, self._scanner.graph)
             return tf.compat.v1.train.SessionRunArgs(None, options=self._pending.run_options())
         chosen = selected_tensors(self._scanner.graph, ops, self._layer, self._mode)
         if not chosen:

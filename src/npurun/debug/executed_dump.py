@@ -16,7 +16,9 @@ Mechanism (rules):
   comes from "x"); records are in the Python graph's topological order, a cast right after the op
   it comes from, so `dump compare` reads them in graph order.
 - Dtypes are those of the executed tensors (float16 / bfloat16 where the rewrite converted).
-- Inside a loop a node runs once per iteration; the value of its last run is kept.
+- A node that runs several times in one step (a v1 while loop) keeps the value of its last run.
+  The ops of a device loop run inside a function body, where no watch reaches: as with fetched
+  dumps, only the loop's inputs and results are dumped.
 """
 from __future__ import annotations
 
@@ -54,8 +56,10 @@ def original_op(node_name: str) -> str:
 class ExecutedCapture:
     """One dumped run: its RunOptions, then its records."""
 
-    def __init__(self, ops, layer, dump_mode: str):
-        self._order = {op.name: index for index, op in enumerate(ops)}
+    def __init__(self, ops, layer, dump_mode: str, graph=None):
+        # Graph order: creation order, which is topological (the partition graphs hold what ran).
+        every = graph.get_operations() if graph is not None else ops
+        self._order = {op.name: index for index, op in enumerate(every)}
         self._layer, self._mode = layer, dump_mode
         self._dir = tempfile.mkdtemp(prefix="npurun-debug-watch-")
         self._anchor = next((op.name for op in ops if op.outputs), None)
