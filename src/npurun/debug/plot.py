@@ -46,7 +46,6 @@ def plot_relative_error(results, path: str, title: str = "") -> int:
     axes.set_ylabel("max relative error (A vs B)")
     axes.set_title(title or "relative error along the graph")
     axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, format="png", dpi=100)
+    figure.savefig(path, format="png", dpi=100, bbox_inches="tight")  # room for long op names
     plt.close(figure)
     return len(compared)
