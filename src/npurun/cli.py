@@ -137,8 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser(
         "train", help="train, evaluate and export the bundled example",
-        description="Train the bundled example (an MLP on the 8x8 handwritten digits, bundled, offline) with NPUEstimator "
-                    "under the given options, evaluate it, export a SavedModel and print the accuracy.")
+        description="Train the bundled example (an MLP on the 8x8 handwritten digits, bundled, offline) with "
+                    "NPUEstimator under the given options, evaluate it, export a SavedModel and print the accuracy.")
     _add_option_sources(train)
     train.add_argument("--steps", type=_positive_int, default=600,
                        help="the global step to train to, a total: a run resumed from a model_dir trains "

@@ -3,7 +3,10 @@
 Modules: `spec` (EstimatorSpec, NPUEstimatorSpec, ModeKeys, TrainSpec, EvalSpec), `estimator`
 (NPUEstimator), `training_graph` and `loop` (the training loop), `hooks` (the SessionRunHook
 runner and schedules), `checkpoints` (saving, retention, crash-safe restore), `export`
-(SavedModel export), `training` (train_and_evaluate), `model_dir`.
+(SavedModel export), `training` (train_and_evaluate), `model_dir`. tf.estimator conformance
+(docs/tf_estimator.md): `spec_checks`, `keras_metrics`, `export_output`, `exporters`,
+`early_stopping`, `in_memory_evaluator`, `experimental`, `scaffolds`, `warm_start`,
+`add_metrics`, `tf_conformance`.
 """
 from .estimator import NPUEstimator
 from .export import (PredictOutput, ServingInputReceiver, build_parsing_serving_input_receiver_fn,

@@ -36,8 +36,8 @@ logger = logging.getLogger("npurun")
 _v1 = tf.compat.v1
 
 
-class NanLossDuringTrainingError(RuntimeError):
-    """The training loss became NaN."""
+class NanLossDuringTrainingError(_v1.train.NanLossDuringTrainingError):
+    """The training loss became NaN (TensorFlow's class, so `except` on either catches it)."""
 
 
 @dataclass

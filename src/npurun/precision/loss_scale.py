@@ -210,10 +210,19 @@ class LossScaleLoggingHook(_v1.train.SessionRunHook):
 
     def begin(self):
         graph = _v1.get_default_graph()
-        self._fetches = [(scale.read_value(), skipped.read_value()) for scale, skipped in
+        self._fetches = [self._read_if_initialized(scale, skipped) for scale, skipped in
                          zip(graph.get_collection(SCALES_COLLECTION), graph.get_collection(SKIPPED_COLLECTION))]
         self._runs = 0
         self._last_skipped = None
+
+    @staticmethod
+    def _read_if_initialized(scale, skipped_steps):
+        """(scale, skipped steps), or (NaN, -1) while the variables are not initialized: sess.run
+        scripts run other things (the variable initializer, iterator initializers) before them."""
+        with _v1.name_scope("loss_scale_logging"):
+            ready = tf.logical_and(scale.is_initialized(), skipped_steps.is_initialized())
+            return _v1.cond(ready, lambda: (scale.read_value(), skipped_steps.read_value()),
+                            lambda: (tf.constant(float("nan")), tf.constant(-1, tf.int64)))
 
     def is_idle(self) -> bool:
         """Without a loss-scale manager in the graph this hook has nothing to do: the Estimator's
@@ -226,8 +235,10 @@ class LossScaleLoggingHook(_v1.train.SessionRunHook):
     def after_run(self, run_context, run_values):
         if not self._fetches:
             return
-        self._runs += 1
         values = run_values.results
+        if any(int(k) < 0 for _, k in values):
+            return  # before the variables were initialized: nothing to log, not counted
+        self._runs += 1
         skipped = [int(k) for _, k in values]
         periodic = bool(self._every_n_runs) and self._runs % self._every_n_runs == 0
         newly = [] if self._last_skipped is None else [a - b for a, b in zip(skipped, self._last_skipped)]
