@@ -43,26 +43,27 @@ def test_steps_must_be_a_positive_int_and_its_help_says_it_is_a_total(capsys):
 
 
 @pytest.mark.slow
-def test_model_dir_that_is_a_file_is_one_paragraph_and_exit_1(tmp_path):
+def test_model_dir_that_is_a_file_is_one_paragraph_and_exit_2(tmp_path):
+    # NPURunConfig's model_dir rule rejects it: a usage error
     (tmp_path / "afile").write_text("not a directory")
     done = subprocess.run([*NPURUN, "train", "--steps", "2", "--model-dir", "afile"], capture_output=True, text=True,
                           cwd=tmp_path, env=env_without_debug(), timeout=300)
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "Traceback" not in done.stderr
     (line,) = [line for line in done.stderr.splitlines() if line.startswith("npurun train:")]
-    assert "afile" in line and "not a directory" in line and "--debug" in line
+    assert "'model_dir'" in line and "afile" in line and "is not a directory" in line
     debug = subprocess.run([*NPURUN, "train", "--steps", "2", "--model-dir", "afile"], capture_output=True,
                            text=True, cwd=tmp_path, env=env_without_debug(NPURUN_DEBUG="1"), timeout=300)
-    assert debug.returncode == 1 and "Traceback (most recent call last)" in debug.stderr
+    assert debug.returncode == 2 and "Traceback (most recent call last)" in debug.stderr
 
 
 @pytest.mark.slow
 def test_model_dir_under_a_file_and_conflicting_options_are_user_errors(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("")
-    assert main(["train", "--steps", "2", "--model-dir", "afile/model"]) == 1
+    assert main(["train", "--steps", "2", "--model-dir", "afile/model"]) == 1  # TensorFlow's file system says so
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "afile" in err
+    assert "Traceback" not in err and "afile is not a directory" in err and "--debug" in err
     # the config's model_dir and --model-dir differ
     assert main(["train", "--steps", "2", "--model-dir", "a", "--set", "model_dir=b"]) == 2
     err = capsys.readouterr().err
