@@ -33,6 +33,13 @@ def run_script(path: str, args=()) -> int:
     try:
         with active(graph_mode=True), _npurun_log():
             runpy.run_path(path, run_name="__main__")
+    except Exception as error:  # noqa: BLE001 - the script's own exception, reported as such
+        from ..cli_errors import debug_wanted, print_script_exception
+
+        if debug_wanted():
+            raise
+        print_script_exception(error, path)
+        return 1
     except SystemExit as done:
         code = done.code
         if code is None:
@@ -48,8 +55,10 @@ def run_script(path: str, args=()) -> int:
 
 @contextlib.contextmanager
 def _npurun_log():
+    from ..logs import user_configured
+
     logger = logging.getLogger("npurun")
-    if logger.handlers or logger.level != logging.NOTSET:
+    if user_configured(logger):
         yield
         return
     handler = logging.StreamHandler(sys.stderr)

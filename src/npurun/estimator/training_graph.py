@@ -88,6 +88,10 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 building.warm_start(estimator._warm_start_from)
             start_ops = (building.init_op(graph), building.local_init_op(graph), holder["input"].initializer)
         graph.finalize()
+        if chief and saving:
+            # As tf.estimator's checkpoint saver did: the training graph as text, for TensorBoard
+            # and tools that read <model_dir>/graph.pbtxt.
+            tf.io.write_graph(graph.as_graph_def(add_shapes=True), model_dir, "graph.pbtxt")
         writer = None
         if chief and (summarising or options["log_step_count_steps"]):
             writer = building.summary_writer(model_dir, graph)
@@ -195,7 +199,11 @@ def _savers(built, inp: Input, fed: bool = False):
     plain = built.saver()
     if inp.iterator is None or built.spec.scaffold is not None or fed:
         return [plain]
-    saveable = tf.data.experimental.make_saveable_from_iterator(inp.iterator, external_state_policy="fail")
-    with_input = _v1.train.Saver(var_list=_v1.global_variables() + [saveable], sharded=False, max_to_keep=None,
-                                 allow_empty=True)
+    # The iterator is a Trackable whose state serialises with ExternalStatePolicy.FAIL: the Saver takes
+    # it as it is (make_saveable_from_iterator, deprecated, made the same "<resource>_STATE" entry).
+    from tensorflow.python.training.saving import saveable_object_util
+
+    var_list = saveable_object_util.op_list_to_dict(_v1.global_variables())
+    var_list[inp.iterator._iterator_resource.name] = inp.iterator
+    with_input = _v1.train.Saver(var_list=var_list, sharded=False, max_to_keep=None, allow_empty=True)
     return [with_input, plain]
