@@ -77,3 +77,18 @@ def test_a_users_own_logging_configuration_wins(caplog):
     with caplog.at_level(logging.INFO, logger="npurun"):
         logging.getLogger("npurun").info("a progress line")
     assert [r.getMessage() for r in caplog.records] == ["a progress line"]
+
+
+CUINIT = ("E0000 00:00:1796060906.871105   30098 cuda_platform.cc:52] failed call to cuInit: INTERNAL: "
+          "CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)\n")
+
+
+def test_failed_gpu_look_up_is_hidden_only_where_no_nvidia_device_exists(monkeypatch):
+    from npurun import logs
+
+    monkeypatch.setattr(logs, "_has_nvidia_device", lambda: False)
+    assert not logs.keep_native_line(CUINIT, 1)
+    assert logs.keep_native_line(CUINIT, 0), "-v shows everything"
+    monkeypatch.setattr(logs, "_has_nvidia_device", lambda: True)
+    assert logs.keep_native_line(CUINIT, 1), "with a GPU device node the failure may explain a missing GPU"
+    assert logs.keep_native_line(CUINIT.replace("failed call to cuInit", "some other failure"), 1)

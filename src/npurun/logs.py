@@ -39,6 +39,14 @@ _BANNER_LINES = (
 # executor tears its rendezvous down with this status when the session closes.
 _ROUTINE_WARNINGS = ("Local rendezvous is aborting with status: ABORTED: Cleanup",)
 _SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}
+# The `tensorflow` build (which tf-keras requires) looks for a GPU when it first lists devices and
+# logs its failure as an ERROR. On a machine with no NVIDIA device node that is no problem at all;
+# where a node exists, the line may explain a missing GPU and is kept.
+_NO_GPU_LINE = "failed call to cuInit"
+
+
+def _has_nvidia_device() -> bool:
+    return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")
 
 
 def flag(name: str) -> bool:
@@ -81,6 +89,8 @@ def keep_native_line(line: str, min_level: int) -> bool:
         return True
     if any(routine in line for routine in _ROUTINE_WARNINGS):
         return False
+    if _NO_GPU_LINE in line and not _has_nvidia_device():
+        return False
     return _SEVERITY[match.group(1)] >= min_level
 
 
@@ -96,6 +106,11 @@ def import_tensorflow():
         return tensorflow
     with _native_stderr_filtered(min_level):
         import tensorflow
+
+        if not _has_nvidia_device():
+            # Device discovery logs the failed GPU look-up once per process: let it happen here,
+            # where the line is filtered (discovery sets up no logical device or session).
+            tensorflow.config.list_physical_devices("GPU")
     return tensorflow
 
 

@@ -190,10 +190,13 @@ class TF1World:
         from tensorflow.python.compat import v2_compat
         from tensorflow.python.eager import context
         from tensorflow.python.ops import resource_variables_toggle
+        from tensorflow.python.util import deprecation
 
         if context.executing_eagerly():
-            v2_compat.disable_v2_behavior()
-            resource_variables_toggle.enable_resource_variables()
+            # The switches are deprecated for users migrating to TF 2; here they are the point.
+            with deprecation.silence():
+                v2_compat.disable_v2_behavior()
+                resource_variables_toggle.enable_resource_variables()
 
     def attach(self, tf):
         """When TensorFlow is imported: TF 1 names at their TF 1 paths (`graph_util.convert_variables_to_constants`)."""
