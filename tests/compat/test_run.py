@@ -1,5 +1,6 @@
 """npurun run: the script runs as __main__ with its arguments, under the compat layer, and its exit status."""
 import logging
+import os
 import sys
 import textwrap
 
@@ -62,3 +63,11 @@ def test_the_npurun_command_has_run_migrate_and_check(tmp_path):
     for command in ("migrate", "check"):
         helped = subprocess.run([sys.executable, "-m", "npurun.cli", command, "--help"], capture_output=True, text=True)
         assert helped.returncode == 0 and f"usage: npurun {command}" in helped.stdout
+
+
+def test_run_script_leaves_no_legacy_keras_setting_behind(tmp_path, monkeypatch):
+    monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)
+    script = tmp_path / "keras_setting.py"
+    script.write_text("import os, sys\nsys.exit(0 if os.environ.get('TF_USE_LEGACY_KERAS') == '1' else 7)\n")
+    assert run_script(str(script)) == 0, "the script sees tf.keras as TensorFlow 1 scripts knew it"
+    assert "TF_USE_LEGACY_KERAS" not in os.environ, "child processes of later code (a TF 2.15 oracle) must not inherit it"

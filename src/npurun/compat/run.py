@@ -29,6 +29,7 @@ def run_script(path: str, args=()) -> int:
     sys.path.insert(0, os.path.dirname(path))
     # tf.keras as TensorFlow 1 scripts knew it (Keras 2, from tf-keras; Keras 3 has no graph mode). Read when
     # a script first uses tf.keras: the whole process is the script's here. An explicit setting is kept.
+    legacy_keras_set_here = "TF_USE_LEGACY_KERAS" not in os.environ
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     try:
         with active(graph_mode=True), _npurun_log():
@@ -50,6 +51,8 @@ def run_script(path: str, args=()) -> int:
         return 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+        if legacy_keras_set_here:  # run_script called in-process (tests, notebooks) leaves no trace
+            os.environ.pop("TF_USE_LEGACY_KERAS", None)
     return 0
 
 
