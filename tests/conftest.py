@@ -4,8 +4,11 @@ A skipped test is not a passing test: under CI (CI=true) any skip fails the run,
 cannot run on the CI machine is visible instead of silently green.
 """
 import os
+import sys
 
 import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # op_names.py, onednn_probes.py
 
 
 def pytest_sessionfinish(session, exitstatus):

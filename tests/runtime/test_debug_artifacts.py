@@ -126,3 +126,16 @@ def test_default_folder_is_the_current_directory(tmp_path, monkeypatch):
     with session_for(options(op_debug_level=3), placeholder_step) as built:
         built.run()
     assert os.path.isfile(tmp_path / "kernel_meta" / "train_partition_0.pbtxt")
+
+
+def test_source_mapping_keeps_user_files_under_a_folder_named_npurun():
+    # A checkout at .../npurun/ must not look like npurun's own (library) frames.
+    import tensorflow
+
+    from npurun.runtime.debug_artifacts import _user_frame
+
+    user = os.path.join(os.sep, "home", "me", "npurun", "tests", "train.py")
+    library = os.path.join(os.path.dirname(tensorflow.__file__), "python", "ops", "math_ops.py")
+    own = os.path.join(os.path.dirname(helpers.compilation.__file__), "compilation.py")
+    assert _user_frame([(user, 3, "model", ""), (own, 7, "compile_step", ""), (library, 10, "matmul", "")]) \
+        == (user, 3)
