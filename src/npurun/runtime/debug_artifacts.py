@@ -21,8 +21,8 @@ Rules:
       2 also sets the classic graph optimiser to L0 (no common-subexpression elimination or
             constant folding outside grappler);
       3: the executed `partition_<i>.pbtxt` only;
-      4: as 3 plus `fusions.json`: every fused kernel in the executed graphs (_Fused* ops and
-            their fused_ops).
+      4: as 3 plus `fusions.json`: every fused kernel in the executed graphs (_Fused* ops, with
+            oneDNN on _MklNativeFused*/_MklFused*, and their fused_ops).
   - Level 0 writes nothing.
 """
 from __future__ import annotations
