@@ -84,3 +84,8 @@ def test_explain_decides_from_the_environment(monkeypatch):
     assert _row(config, "precision_mode", None)["kind"] == "accepted, no effect here"
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
     assert _row(config, "precision_mode", None)["kind"] == "effect"
+
+
+def test_explain_does_not_promise_bf16_when_onednn_is_off():
+    off = _row(NPURunConfig(precision_mode="allow_mix_precision_bf16"), "precision_mode", OFF)
+    assert "bfloat16 on the CPU" not in off["mechanism"]

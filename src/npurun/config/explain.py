@@ -23,8 +23,8 @@ def _mechanism_here(name: str, option, value, onednn: bool) -> str:
     """The option's mechanism on this machine: what differs with oneDNN on or off, and for
     precision_mode what the mode does on this CPU."""
     mechanism = option.mechanism_here(onednn)
-    if name != "precision_mode":
-        return mechanism
+    if name != "precision_mode" or option.status_here(value, onednn) != option.status:
+        return mechanism  # (a mode that oneDNN's absence makes ineffective has no CPU policy to tell)
     from ..precision import policy  # plain Python: the per-machine rule for low-precision modes
 
     try:
