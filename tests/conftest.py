@@ -4,8 +4,11 @@ A skipped test is not a passing test: under CI (CI=true) any skip fails the run,
 cannot run on the CI machine is visible instead of silently green.
 """
 import os
+import sys
 
 import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # op_names.py, onednn_probes.py
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -16,3 +19,12 @@ def pytest_sessionfinish(session, exitstatus):
     if skipped and exitstatus == pytest.ExitCode.OK:
         reporter.write_line(f"CI: {len(skipped)} test(s) skipped; skips fail CI", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session", params=["onednn-off", "onednn-on"])
+def both_onednn(request, tmp_path_factory):
+    """The probes of tests/*/probes.py, observed in a child process with TF_ENABLE_ONEDNN_OPTS=0 and one
+    with =1 (see onednn_probes.py): tests taking this fixture run under both settings on any machine."""
+    import onednn_probes
+
+    return onednn_probes.run(request.param, tmp_path_factory.mktemp(request.param))

@@ -10,10 +10,11 @@ from tensorboard.backend.event_processing import event_accumulator
 
 from estimator_helpers import FEATURES, input_fn_for, make_data
 from npurun.estimator import EstimatorSpec, NPUEstimator, NPUEstimatorSpec
+from op_names import MATMUL
 
 v1 = tf.compat.v1
 X, Y = make_data()
-MODEL_OPS = {"MatMul", "_FusedMatMul", "Relu", "ResourceApplyGradientDescent"}
+MODEL_OPS = MATMUL | {"Relu", "ResourceApplyGradientDescent"}  # MATMUL: with oneDNN's names too
 LOOP_OPS = {"While", "StatelessWhile", "Enter", "Exit", "NextIteration", "LoopCond"}
 
 

@@ -9,7 +9,9 @@ import os
 
 import pytest
 
+import helpers
 from helpers import options, placeholder_step, session_for, train_in_subprocess
+from op_names import FUSED_MATMUL
 
 
 def files(folder, pattern):
@@ -21,6 +23,14 @@ def xla_run(tmp_path, level, **extra):
     assert "XlaLaunch" in result["ops"]
     assert not any("XLA_FLAGS" in w for w in result["warnings"])  # the flags were in time
     return result
+
+
+def assert_source_mapping_names_helpers(path):
+    """The ops' source lines point into helpers.py (where the model is built), wherever the
+    checkout lives (the file is compared, not its path's spelling)."""
+    locations = json.load(open(path))
+    files_named = {where.rsplit(":", 1)[0] for where in locations.values()}
+    assert any(os.path.exists(f) and os.path.samefile(f, helpers.__file__) for f in files_named), files_named
 
 
 def multi_op_fusions(tmp_path):
@@ -36,9 +46,7 @@ def test_level_1_dumps_hlo_with_source_mapping_code_and_graphs(tmp_path):
     assert 'op_name="' in open(before).read()  # each instruction names its TensorFlow op
     assert files(tmp_path, "*cluster_*cpu_after_optimizations.txt")
     assert files(tmp_path, "*.ir-with-opt.ll") and files(tmp_path, "*.o")
-    locations = json.load(open(files(tmp_path, "train_graph_loc.json")[0]))
-    assert any(where.startswith(os.path.join(os.path.dirname(__file__), "helpers.py"))
-               for where in locations.values())
+    assert_source_mapping_names_helpers(files(tmp_path, "train_graph_loc.json")[0])
     assert files(tmp_path, "train_graph.pbtxt") and files(tmp_path, "train_partition_0.pbtxt")
     assert not files(tmp_path, "*probe*")  # npurun's flag probe cleans up after itself
     assert multi_op_fusions(tmp_path)  # XLA fuses by default (compare the UBFusion test)
@@ -83,21 +91,29 @@ def graph_dump(tmp_path, level):
     return sorted(os.path.basename(f) for f in files(tmp_path, "*"))
 
 
-def test_without_xla_levels_1_and_2_dump_the_graphs_with_source_mapping(tmp_path):
-    assert graph_dump(tmp_path, 1) == ["train_graph.pbtxt", "train_graph_loc.json", "train_partition_0.pbtxt"]
-    executed = open(files(tmp_path, "train_partition_0.pbtxt")[0]).read()
-    assert "_FusedMatMul" in executed  # the graph as run, after grappler
+def dumped(both_onednn, probe):
+    return both_onednn.workdir("runtime:" + probe)
 
 
-def test_without_xla_level_3_keeps_the_executed_graphs_only(tmp_path):
-    assert graph_dump(tmp_path, 3) == ["train_partition_0.pbtxt"]
+def test_without_xla_levels_1_and_2_dump_the_graphs_with_source_mapping(both_onednn):
+    assert both_onednn.value("runtime:dump_level_1") == ["train_graph.pbtxt", "train_graph_loc.json",
+                                                         "train_partition_0.pbtxt"]
+    folder = dumped(both_onednn, "dump_level_1")
+    assert_source_mapping_names_helpers(files(folder, "train_graph_loc.json")[0])
+    executed = open(files(folder, "train_partition_0.pbtxt")[0]).read()
+    assert any(f'op: "{op}"' in executed for op in FUSED_MATMUL)  # the graph as run, after grappler
 
 
-def test_without_xla_level_4_describes_the_fused_kernels(tmp_path):
-    assert graph_dump(tmp_path, 4) == ["train_fusions.json", "train_partition_0.pbtxt"]
-    fused = json.load(open(files(tmp_path, "train_fusions.json")[0]))
-    assert {"op": "_FusedMatMul", "fused_ops": ["BiasAdd", "Relu"]}.items() <= \
-        next(f for f in fused if f["fused_ops"] == ["BiasAdd", "Relu"]).items()
+def test_without_xla_level_3_keeps_the_executed_graphs_only(both_onednn):
+    assert both_onednn.value("runtime:dump_level_3") == ["train_partition_0.pbtxt"]
+
+
+def test_without_xla_level_4_describes_the_fused_kernels(both_onednn):
+    assert both_onednn.value("runtime:dump_level_4") == ["train_fusions.json", "train_partition_0.pbtxt"]
+    fused = json.load(open(files(dumped(both_onednn, "dump_level_4"), "train_fusions.json")[0]))
+    bias_relu = next(f for f in fused if f["fused_ops"] == ["BiasAdd", "Relu"])
+    assert bias_relu["op"] in FUSED_MATMUL
+    assert {f["op"] for f in fused} <= FUSED_MATMUL
 
 
 def test_level_0_writes_nothing(tmp_path):
@@ -110,3 +126,16 @@ def test_default_folder_is_the_current_directory(tmp_path, monkeypatch):
     with session_for(options(op_debug_level=3), placeholder_step) as built:
         built.run()
     assert os.path.isfile(tmp_path / "kernel_meta" / "train_partition_0.pbtxt")
+
+
+def test_source_mapping_keeps_user_files_under_a_folder_named_npurun():
+    # A checkout at .../npurun/ must not look like npurun's own (library) frames.
+    import tensorflow
+
+    from npurun.runtime.debug_artifacts import _user_frame
+
+    user = os.path.join(os.sep, "home", "me", "npurun", "tests", "train.py")
+    library = os.path.join(os.path.dirname(tensorflow.__file__), "python", "ops", "math_ops.py")
+    own = os.path.join(os.path.dirname(helpers.compilation.__file__), "compilation.py")
+    assert _user_frame([(user, 3, "model", ""), (own, 7, "compile_step", ""), (library, 10, "matmul", "")]) \
+        == (user, 3)

@@ -1,14 +1,18 @@
 """fusion_switch_file, enable_scope_fusion_passes and variable_format_optimize, observed in the
-graphs the executor really runs (RunMetadata.partition_graphs)."""
+graphs the executor really runs (RunMetadata.partition_graphs).
+
+The executed graphs come from probes.py, run with oneDNN off and on (the `both_onednn` fixture):
+oneDNN renames the kernels (_MklMatMul, _MklNativeFusedMatMul, _MklNativeConv2D), op_names.py
+names both.
+"""
 import json
-import warnings
 
 import pytest
-import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
-from helpers import batch, mlp_step, options, placeholder_step, session_for, v1
+from helpers import options, placeholder_step, session_for, v1
 from npurun.runtime import fusion_switches
+from op_names import CONV2D, FUSED_MATMUL, PLAIN_MATMUL, generic_set
 
 
 def switch_file(tmp_path, graph=None, ub=None):
@@ -22,32 +26,32 @@ def switch_file(tmp_path, graph=None, ub=None):
     return str(path)
 
 
-def executed(**kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with session_for(options(**kwargs), placeholder_step) as built:
-            return built.run()[1]
+def fused(ops) -> bool:
+    """MatMul+BiasAdd+Relu ran as one fused kernel: a fused MatMul, no separate BiasAdd/Relu."""
+    return bool(set(ops) & FUSED_MATMUL) and not {"BiasAdd", "Relu"} & set(ops)
 
 
-def test_matmul_bias_relu_is_fused_by_default():
-    ops = executed()
-    assert "_FusedMatMul" in ops
+def plain(ops) -> bool:
+    """MatMul, BiasAdd and Relu ran as separate kernels and nothing was fused."""
+    return not set(ops) & FUSED_MATMUL and bool(set(ops) & PLAIN_MATMUL) and {"BiasAdd", "Relu"} <= set(ops)
 
 
-@pytest.mark.parametrize("graph", [
-    {"MatMulBiasAddFusionPass": "off"},
-    {"ALL": "off"},
-    {"remapping": "off"},  # TensorFlow's own name for the optimizer
-])
-def test_switching_the_fusion_off_leaves_plain_matmul(tmp_path, graph):
-    ops = executed(fusion_switch_file=switch_file(tmp_path, graph))
-    assert "_FusedMatMul" not in ops
-    assert {"MatMul", "BiasAdd", "Relu"} <= ops
+def test_matmul_bias_relu_is_fused_by_default(both_onednn):
+    ops = both_onednn.value("runtime:default")
+    assert fused(ops), ops
+    assert ("_FusedMatMul" in ops) != both_onednn.onednn  # oneDNN runs its own fused kernel
 
 
-def test_named_entry_beats_all(tmp_path):
-    ops = executed(fusion_switch_file=switch_file(tmp_path, {"ALL": "off", "MatMulBiasAddFusionPass": "on"}))
-    assert "_FusedMatMul" in ops
+@pytest.mark.parametrize("probe", ["matmul_pass_off", "all_off",
+                                   "remapping_off"])  # TensorFlow's own name for the optimizer
+def test_switching_the_fusion_off_leaves_plain_matmul(both_onednn, probe):
+    ops = both_onednn.value("runtime:" + probe)
+    assert plain(ops), ops
+    assert generic_set(ops) >= {"MatMul", "BiasAdd", "Relu"}
+
+
+def test_named_entry_beats_all(both_onednn):
+    assert fused(both_onednn.value("runtime:named_entry_beats_all"))
 
 
 def test_all_off_switches_the_safe_set_only(tmp_path):
@@ -75,51 +79,43 @@ def test_passes_without_equivalent_are_reported(tmp_path):
     assert "no effect" in text
 
 
-def test_disagreeing_entries_of_one_optimizer_turn_it_off(tmp_path):
+def test_disagreeing_entries_of_one_optimizer_turn_it_off(tmp_path, both_onednn):
     path = switch_file(tmp_path, {"MatMulBiasAddFusionPass": "on", "ConvBatchnormFusionPass": "off"})
     with pytest.warns(UserWarning, match="'off' wins"):
-        with session_for(options(fusion_switch_file=path), placeholder_step) as built:
-            ops = built.run()[1]
-    assert "_FusedMatMul" not in ops
+        with session_for(options(fusion_switch_file=path), placeholder_step):
+            pass
+    assert plain(both_onednn.value("runtime:disagreeing_entries"))  # the same file, run in the probes
 
 
-def test_scope_fusion_pass_switches_its_optimizer_on():
+def test_scope_fusion_pass_switches_its_optimizer_on(both_onednn):
+    assert plain(both_onednn.value("runtime:session_remapping_off"))
+    assert fused(both_onednn.value("runtime:scope_fusion_pass_on"))  # remapping, ScopeLayerNormPass's, is on again
+
+
+def test_scope_fusion_pass_without_equivalent_is_reported():
     config = v1.ConfigProto()
     config.graph_options.rewrite_options.remapping = rewriter_config_pb2.RewriterConfig.OFF
-    assert "_FusedMatMul" not in executed(session_config=config)
     with pytest.warns(UserWarning, match="ScopeClipBoxesPass"):
         with session_for(options(session_config=config, enable_scope_fusion_passes="ScopeLayerNormPass,"
                                                                                    "ScopeClipBoxesPass"),
                          placeholder_step) as built:
-            ops = built.run()[1]
-    assert "_FusedMatMul" in ops  # remapping, ScopeLayerNormPass's equivalent, is on again
+            rewrite = built.plan.config_proto.graph_options.rewrite_options
+    assert rewrite.remapping == rewriter_config_pb2.RewriterConfig.ON
 
 
-def nchw_conv(opts):
-    x = v1.placeholder(tf.float32, [2, 3, 8, 8], name="x")
-    w = v1.get_variable("w", [3, 3, 3, 4])
-    y = tf.reduce_sum(tf.nn.conv2d(x, w, 1, "SAME", data_format="NCHW"))
-    import numpy as np
-    return y, {x: np.ones([2, 3, 8, 8], np.float32)}, []
 
 
-def run_nchw_conv(optimize):
-    # On a CPU grappler's layout optimizer converts NCHW convolutions to NHWC when asked to
-    # (cpu_layout_conversion); without it the NCHW convolution reaches a kernel that has no NCHW.
-    config = v1.ConfigProto()
-    config.graph_options.rewrite_options.cpu_layout_conversion = rewriter_config_pb2.RewriterConfig.NCHW_TO_NHWC
-    with session_for(options(session_config=config, variable_format_optimize=optimize), nchw_conv) as built:
-        metadata = v1.RunMetadata()
-        built.session.run(built.fetch, built.feeds, options=v1.RunOptions(output_partition_graphs=True),
-                          run_metadata=metadata)
-    return {node.attr["data_format"].s for g in metadata.partition_graphs for node in g.node
-            if node.op.startswith("Conv2D") or node.op == "_FusedConv2D"}
+# An NCHW convolution with grappler asked to convert NCHW to NHWC on the CPU (cpu_layout_conversion;
+# probes.run_nchw_conv). TensorFlow's own CPU kernel has no NCHW; oneDNN's has.
+def test_variable_format_optimize_true_converts_the_layout(both_onednn):
+    layouts = both_onednn.value("runtime:layout_optimized")
+    assert {fmt for op, fmt in layouts if op in CONV2D} == {"NHWC"}
+    assert sum("Transpose" in op for op, _ in layouts) == 2  # into NHWC and back
 
 
-def test_variable_format_optimize_true_converts_the_layout():
-    assert run_nchw_conv(True) == {b"NHWC"}
-
-
-def test_variable_format_optimize_false_keeps_the_layout():
-    with pytest.raises(tf.errors.UnimplementedError, match="given the format: NCHW"):
-        run_nchw_conv(False)
+def test_variable_format_optimize_false_keeps_the_layout(both_onednn):
+    if both_onednn.onednn:  # the NCHW convolution reaches oneDNN's NCHW kernel as written
+        assert both_onednn.value("runtime:layout_kept") == [["_MklNativeConv2D", "NCHW"]]
+    else:  # it reaches TensorFlow's kernel, which has no NCHW on a CPU
+        error, message = both_onednn.raised("runtime:layout_kept")
+        assert error == "UnimplementedError" and "given the format: NCHW" in message

@@ -6,6 +6,7 @@ import shutil
 import textwrap
 from typing import Iterable
 
+from . import onednn as onednn_policy
 from .options import OPTIONS
 from .table import Configurable
 
@@ -18,21 +19,26 @@ def _show(value) -> str:
     return repr(value)
 
 
-def _mechanism_here(name: str, option, value) -> str:
-    """The option's mechanism, and for precision_mode what it does on this machine."""
-    if name != "precision_mode":
-        return option.mechanism
+def _mechanism_here(name: str, option, value, onednn: bool) -> str:
+    """The option's mechanism on this machine: what differs with oneDNN on or off, and for
+    precision_mode what the mode does on this CPU."""
+    mechanism = option.mechanism_here(onednn)
+    if name != "precision_mode" or option.status_here(value, onednn) != option.status:
+        return mechanism  # (a mode that oneDNN's absence makes ineffective has no CPU policy to tell)
     from ..precision import policy  # plain Python: the per-machine rule for low-precision modes
 
     try:
         here = policy.decide_here(value).summary()
     except ValueError as err:  # a bad NPURUN_FORCE_LOW_PRECISION value
         here = f"here: unknown ({err})"
-    return f"{option.mechanism}; {here}"
+    return f"{mechanism}; {here}"
 
 
-def rows(config) -> list[dict]:
-    """One row per option: name, value, whether it is the default, kind and mechanism."""
+def rows(config, onednn: onednn_policy.OneDnn | None = None) -> list[dict]:
+    """One row per option: name, value, whether it is the default, kind and mechanism on this
+    machine (`onednn`: whether TensorFlow's oneDNN is on here; decided from the environment and
+    the CPU when not given)."""
+    here = onednn_policy.decide() if onednn is None else onednn
     result = []
     for name, option in OPTIONS.items():
         value = config.options[name]
@@ -40,8 +46,8 @@ def rows(config) -> list[dict]:
             "option": name,
             "value": _show(value),
             "default": option.is_default(value) or name not in config.given,
-            "kind": option.status,
-            "mechanism": _mechanism_here(name, option, value),
+            "kind": option.status_here(value, here.enabled),
+            "mechanism": _mechanism_here(name, option, value, here.enabled),
         })
     return result
 
@@ -64,10 +70,10 @@ def _json_value(value):
     return repr(value)
 
 
-def render_json(config, only_set: bool = False) -> str:
+def render_json(config, only_set: bool = False, onednn: onednn_policy.OneDnn | None = None) -> str:
     """The rows as a JSON list; `value` holds the option's value as JSON (see `_json_value`)."""
     result = []
-    for row in rows(config):
+    for row in rows(config, onednn):
         if only_set and row["default"]:
             continue
         result.append(dict(row, value=_json_value(config.options[row["option"]])))
@@ -95,9 +101,11 @@ def _wrap_value(text: str, width: int) -> list[str]:
     return lines
 
 
-def render_table(config, only_set: bool = False, width: int | None = None) -> str:
+def render_table(config, only_set: bool = False, width: int | None = None,
+                 onednn: onednn_policy.OneDnn | None = None) -> str:
     """A plain-text table that fits the terminal; long values and mechanisms wrap in their column."""
-    table = [r for r in rows(config) if not (only_set and r["default"])]
+    here = onednn_policy.decide() if onednn is None else onednn
+    table = [r for r in rows(config, here) if not (only_set and r["default"])]
     width = width or shutil.get_terminal_size((120, 24)).columns
     name_w = max([len("option")] + [len(r["option"]) for r in table])
     value_w = min(28, max([len("value")] + [len(r["value"]) for r in table]))
@@ -116,6 +124,8 @@ def render_table(config, only_set: bool = False, width: int | None = None) -> st
             lines.append(f"{'':<{name_w}}  {value:<{value_w}}    {'':<{kind_w}}  {more}".rstrip())
     lines.append("")
     lines.append("* set by you (other values are defaults)")
+    lines.append(f"TensorFlow's oneDNN here: {'on' if here.enabled else 'off'} ({here.reason}); "
+                 f"{onednn_policy.ENV}=0/1 before TensorFlow starts changes it")
     return "\n".join(lines)
 
 

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from . import parsers
 from .dump import DumpConfig
 from .profiling import ProfilingConfig
-from .table import Kind, Nested, Option, Scalar
+from .table import Kind, Nested, OneDnnDependence, Option, Scalar
 from .validators import (anything, boolean, choice, converted, directory, existing_file, instance_of, integer,
                          number, parsed)
 
@@ -126,7 +126,11 @@ _OPTIONS = (
            doc="Operator precision mode.",
            mechanism="grappler auto mixed precision (fp16 on a GPU; on a CPU only where measured at most 1.2x slower "
                      "than float32, else float32 with a warning; NPURUN_FORCE_LOW_PRECISION=1 forces it), list edits, "
-                     "TF32 switch"),
+                     "TF32 switch",
+           onednn=OneDnnDependence(
+               off="allow_mix_precision_bf16 does nothing, the bf16 rewrite needs oneDNN (set TF_ENABLE_ONEDNN_OPTS=1 "
+                   "before TensorFlow starts; `npurun train` does when it is unset)",
+               no_effect_off=("allow_mix_precision_bf16",))),
     Option("enable_reduce_precision", False, boolean(), NOT_SUPPORTED, nullable=False,
            codec=_b("enable_reduce_precision"),
            rule="True or False", doc="Not supported in the current version (product document).",
@@ -136,7 +140,16 @@ _OPTIONS = (
            rule="True or False",
            doc="Convert variables to the layout the device prefers.",
            mechanism="grappler layout_optimizer: False turns it off (True keeps session_config's setting, on "
-                     "by default)"),
+                     "by default)",
+           # Measured (tests/runtime/test_fusion_switches.py, both settings): the layout optimizer converts
+           # NCHW convolutions to NHWC with oneDNN on too; what False leaves behind differs.
+           onednn=OneDnnDependence(
+               on="with False an NCHW convolution runs as written in oneDNN's NCHW kernel; with True the layout "
+                  "optimizer still converts it to NHWC (plus transposes) when session_config's "
+                  "cpu_layout_conversion asks",
+               off="TensorFlow's CPU convolutions have no NCHW kernel: with False an NCHW convolution fails; with "
+                   "True the layout optimizer converts it to NHWC when session_config's cpu_layout_conversion "
+                   "asks")),
     Option("mix_compile_mode", False, boolean(), EFFECT, nullable=False, codec=_b("mix_compile_mode"),
            rule="True or False; True needs iterations_per_loop=1",
            doc="False: the whole step is compiled (full sink); True: what cannot compile runs in TensorFlow.",

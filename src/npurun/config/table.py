@@ -52,6 +52,22 @@ _MISSING = object()
 
 
 @dataclass(frozen=True)
+class OneDnnDependence:
+    """How an option's effect differs with TensorFlow's oneDNN on or off (measured; whether it is on
+    in a process started here is decided by `config/onednn.py`).
+
+    on / off: what `npurun explain` adds to the mechanism in that case ("" for nothing).
+    no_effect_on / no_effect_off: values that do nothing in that case (their kind there is
+    "accepted, no effect here").
+    """
+
+    on: str = ""
+    off: str = ""
+    no_effect_on: tuple = ()
+    no_effect_off: tuple = ()
+
+
+@dataclass(frozen=True)
 class Option:
     """One constructor option of NPURunConfig.
 
@@ -67,6 +83,7 @@ class Option:
       gpu_only: the mechanism exists only on GPUs; on a CPU the option warns that it has no effect.
       pending: the mechanism is not implemented yet; a non-default value warns instead of acting.
       inherited: the option comes from tf.estimator.RunConfig.
+      onednn: how the effect differs with TensorFlow's oneDNN on or off (None: it does not).
     """
 
     name: str
@@ -82,6 +99,7 @@ class Option:
     pending: bool = False
     inherited: bool = False
     aliases: tuple = field(default=())
+    onednn: Optional[OneDnnDependence] = None
 
     def check(self, value: Any, owner: str = "NPURunConfig") -> Any:
         """The normalised value, or an error naming this option, the value and the rule."""
@@ -103,6 +121,20 @@ class Option:
         if self.kind is Kind.EFFECT and self.gpu_only:
             return "effect (GPU only)"
         return self.kind.value
+
+    def status_here(self, value: Any, onednn: bool) -> str:
+        """The kind for `value` on a machine where TensorFlow's oneDNN is on (True) or off."""
+        if self.onednn is not None and self.kind is Kind.EFFECT:
+            if value in (self.onednn.no_effect_on if onednn else self.onednn.no_effect_off):
+                return Kind.NO_EFFECT.value
+        return self.status
+
+    def mechanism_here(self, onednn: bool) -> str:
+        """The mechanism, with what differs when oneDNN is on (True) or off here."""
+        if self.onednn is None:
+            return self.mechanism
+        note = self.onednn.on if onednn else self.onednn.off
+        return f"{self.mechanism}. Here oneDNN is {'on' if onednn else 'off'}: {note}" if note else self.mechanism
 
     def is_default(self, value: Any) -> bool:
         return value is self.default or (type(value) is type(self.default) and value == self.default)

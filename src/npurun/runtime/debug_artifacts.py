@@ -21,8 +21,8 @@ Rules:
       2 also sets the classic graph optimiser to L0 (no common-subexpression elimination or
             constant folding outside grappler);
       3: the executed `partition_<i>.pbtxt` only;
-      4: as 3 plus `fusions.json`: every fused kernel in the executed graphs (_Fused* ops and
-            their fused_ops).
+      4: as 3 plus `fusions.json`: every fused kernel in the executed graphs (_Fused* ops, with
+            oneDNN on _MklNativeFused*/_MklFused*, and their fused_ops).
   - Level 0 writes nothing.
 """
 from __future__ import annotations
@@ -71,11 +71,26 @@ def graph_dumper(folder: str, level: int):
     return dump
 
 
+def _library_dirs() -> tuple:
+    """The installed folders of TensorFlow, Keras and npurun itself: frames there are not the user's.
+    Found from the modules, not from path spellings ("/npurun/" would also match a checkout's own
+    folder, hiding the user's lines)."""
+    import sys
+
+    dirs = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # the npurun package
+    for name in ("tensorflow", "keras", "tf_keras", "tensorflow_estimator"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            dirs.append(os.path.dirname(os.path.abspath(module.__file__)))
+    return tuple(d + os.sep for d in dirs)
+
+
 def _user_frame(traceback):
-    """The innermost frame outside TensorFlow and npurun: where the user built the op."""
+    """The innermost frame outside TensorFlow, Keras and npurun: where the user built the op."""
+    library = _library_dirs()
     for frame in reversed(list(traceback or ())):
         filename, lineno = frame[0], frame[1]
-        if "/tensorflow/" not in filename and "/npurun/" not in filename and "/keras/" not in filename:
+        if not os.path.abspath(filename).startswith(library):
             return filename, lineno
     return None
 
