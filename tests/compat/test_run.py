@@ -4,6 +4,8 @@ import os
 import sys
 import textwrap
 
+import pytest
+
 import npurun.compat as compat
 from npurun.compat.run import run_script
 from npurun.logs import user_configured
@@ -67,7 +69,43 @@ def test_the_npurun_command_has_run_migrate_and_check(tmp_path):
 
 def test_run_script_leaves_no_legacy_keras_setting_behind(tmp_path, monkeypatch):
     monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)
+    monkeypatch.setenv("NPURUN_TF_API", "1")
     script = tmp_path / "keras_setting.py"
     script.write_text("import os, sys\nsys.exit(0 if os.environ.get('TF_USE_LEGACY_KERAS') == '1' else 7)\n")
     assert run_script(str(script)) == 0, "the script sees tf.keras as TensorFlow 1 scripts knew it"
     assert "TF_USE_LEGACY_KERAS" not in os.environ, "child processes of later code (a TF 2.15 oracle) must not inherit it"
+
+
+@pytest.mark.parametrize("source, local_module, expected", [
+    ("from npu_bridge.npu_init import *\nimport tensorflow as tf\n", None, 1),  # every Ascend adapter script
+    ("import tensorflow as tf\nsess = tf.Session()\n", None, 1),  # a name only TensorFlow 1 has
+    ("import tensorflow as tf\nimport model\n", "import tensorflow as tf\nslim = tf.contrib.slim\n", 1),  # in a local module
+    ("import tensorflow as tf\nest = tf.estimator.Estimator(model_fn)\nm = tf.saved_model.load('x')\n", None, 2),
+    ("import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\nsess = tf.Session()\n", None, 2),
+])
+def test_each_script_gets_the_tensorflow_it_was_written_for(tmp_path, monkeypatch, source, local_module, expected):
+    from npurun.compat.run import script_tf_api
+
+    monkeypatch.delenv("NPURUN_TF_API", raising=False)
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    if local_module:
+        (tmp_path / "model.py").write_text(local_module)
+    assert script_tf_api(str(script)) == expected
+    monkeypatch.setenv("NPURUN_TF_API", str(3 - expected))
+    assert script_tf_api(str(script)) == 3 - expected, "NPURUN_TF_API forces the choice"
+    monkeypatch.setenv("NPURUN_TF_API", "3")
+    with pytest.raises(ValueError, match="NPURUN_TF_API='3'.*allowed"):
+        script_tf_api(str(script))
+
+
+def test_a_tensorflow_2_script_keeps_eager_tensorflow_2(tmp_path):
+    script = tmp_path / "tf2.py"
+    script.write_text(textwrap.dedent("""\
+        import tensorflow as tf
+        print("eager", tf.executing_eagerly(), "estimator", hasattr(tf.estimator, "Estimator"),
+              "v2", hasattr(tf, "function") and not hasattr(tf, "Session"))
+        """))
+    done = run_compat("run", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "eager True estimator True v2 True"

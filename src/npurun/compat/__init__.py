@@ -26,10 +26,11 @@ _finder = None
 _tf1_world = None
 
 
-def activate(graph_mode: bool = False) -> None:
+def activate(graph_mode: bool = False, tf1: bool = True) -> None:
     """Install the import hook and the TensorFlow adjustments (idempotent).
 
-    Scripts' `import tensorflow` then gives TensorFlow 1's API (`npurun.compat.tf1`); with
+    With `tf1` (the default), scripts' `import tensorflow` gives TensorFlow 1's API
+    (`npurun.compat.tf1`); without it they keep TensorFlow 2's (with `tf.estimator`); with
     `graph_mode` (as `npurun run` does) TensorFlow 1's graph mode is switched on when a script first
     imports TensorFlow (it stays on: TensorFlow cannot return to eager mode).
     """
@@ -41,7 +42,7 @@ def activate(graph_mode: bool = False) -> None:
         from .finder import CompatFinder
         from .tf1 import TF1World
 
-        _tf1_world = TF1World(graph_mode)
+        _tf1_world = TF1World(graph_mode and tf1, scripts_get_tf1=tf1)
 
         def on_tensorflow(module):
             from . import layers  # imports tf-keras, which imports TensorFlow: only once it is imported
@@ -75,10 +76,10 @@ def is_active() -> bool:
 
 
 @contextlib.contextmanager
-def active(graph_mode: bool = False):
+def active(graph_mode: bool = False, tf1: bool = True):
     """`with npurun.compat.active(): ...` activates for the block (if it was not already)."""
     was_active = is_active()
-    activate(graph_mode)
+    activate(graph_mode, tf1)
     try:
         yield
     finally:

@@ -168,7 +168,12 @@ tf.flags.DEFINE_integer("steps", 100, "training steps")
 mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 idx files, no download
 ```
 
-- Who gets TensorFlow 1: modules whose file is outside site-packages, the standard library and
+- Which scripts get TensorFlow 1: `npurun run` decides per script, statically. A script that imports
+  the adapter (`npu_bridge`, `hccl`; every ModelZoo script does) or uses a name only TensorFlow 1
+  has (`tf.Session`, `tf.flags`, `tf.contrib`, ..., in the script or a local module it imports) gets
+  TensorFlow 1's API; any other script, such as a classic `tf.estimator` script written for
+  TensorFlow 2.x, keeps TensorFlow 2 with `tf.estimator`. `NPURUN_TF_API=1` or `2` forces the choice.
+- Within such a run, who gets TensorFlow 1: modules whose file is outside site-packages, the standard library and
   npurun, i.e. the script and its own local modules. npurun and third-party libraries keep the
   real TensorFlow 2 module. The importer is recognised by the globals its import statement passes.
 - `npurun run` switches TensorFlow 1's global behaviour on when the script first imports TensorFlow:

@@ -3,7 +3,15 @@
 The script runs as `__main__` (as `python script.py args` would run it): `sys.argv` is
 `[script.py, *args]`, its directory is first on `sys.path`, and `npurun.compat.activate()` is in effect
 for the whole run, so `npu_bridge` / `hccl` imports, `tf.estimator` and `tf.compat.v1.layers` resolve to
-npurun, and the script's `import tensorflow` gives TensorFlow 1's API in graph mode (`npurun.compat.tf1`). Its exit status is the script's. npurun's own log (logger "npurun": loss and step, steps per
+npurun. Its exit status is the script's.
+
+Which TensorFlow the script's `import tensorflow` gives is decided per script (`script_tf_api`):
+Ascend adapter scripts are TensorFlow 1.15 code, so a script that imports the adapter (`npu_bridge`,
+`hccl`) or uses a name only TensorFlow 1 has (`tf.Session`, `tf.flags`, `tf.contrib`, ...; found
+statically by `npurun check`, over the script and its local modules) gets TensorFlow 1's API in graph
+mode (`npurun.compat.tf1`). Any other script, such as a classic `tf.estimator` script written for
+TensorFlow 2.x, keeps TensorFlow 2 (eager by default, `tf.estimator` from npurun). NPURUN_TF_API=1 or
+2 forces the choice. npurun's own log (logger "npurun": loss and step, steps per
 second, evaluation results) is shown at INFO level on stderr, as `npurun train` shows it, unless the
 script or the environment configured that logger already.
 """
@@ -16,6 +24,47 @@ import runpy
 import sys
 
 
+TF_API_ENV = "NPURUN_TF_API"
+
+
+def script_tf_api(path: str) -> int:
+    """1 if the script at `path` is run in the TensorFlow 1 world, else 2 (see the module doc)."""
+    forced = os.environ.get(TF_API_ENV, "").strip().lower()
+    if forced in ("1", "2"):
+        return int(forced)
+    if forced not in ("", "auto"):
+        raise ValueError(f"{TF_API_ENV}={forced!r}: allowed: 1 (TensorFlow 1's API), 2 (TensorFlow 2's) or auto")
+    from .check import check_file
+    from .check_tensorflow import TF1_WORLD
+
+    try:
+        if _imports_the_adapter(path, set()):
+            return 1
+        findings = check_file(path)
+    except (SyntaxError, UnicodeDecodeError):
+        return 2  # the script's own error shows when it runs
+    return 1 if any(f.section == "adapter" or f.status == TF1_WORLD for f in findings) else 2
+
+
+def _imports_the_adapter(path: str, seen: set) -> bool:
+    """Whether the script or a local module it imports (next to it) imports `npu_bridge` or `hccl`."""
+    import ast
+
+    seen.add(path)
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), path)
+    modules = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    modules += [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
+    if any(module.partition(".")[0] in ("npu_bridge", "hccl") for module in modules):
+        return True
+    here = os.path.dirname(path)
+    for module in modules:
+        local = os.path.join(here, *module.split(".")) + ".py"
+        if local not in seen and os.path.isfile(local) and _imports_the_adapter(local, seen):
+            return True
+    return False
+
+
 def run_script(path: str, args=()) -> int:
     """Run `path` as __main__ with `args`; the exit status it ends with (0 if it just returns)."""
     from . import active
@@ -24,15 +73,17 @@ def run_script(path: str, args=()) -> int:
     if not os.path.isfile(path):
         print(f"npurun run: no such script: {path}", file=sys.stderr)
         return 2
+    tf1 = script_tf_api(path) == 1
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(path))
     # tf.keras as TensorFlow 1 scripts knew it (Keras 2, from tf-keras; Keras 3 has no graph mode). Read when
     # a script first uses tf.keras: the whole process is the script's here. An explicit setting is kept.
-    legacy_keras_set_here = "TF_USE_LEGACY_KERAS" not in os.environ
-    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    legacy_keras_set_here = tf1 and "TF_USE_LEGACY_KERAS" not in os.environ
+    if legacy_keras_set_here:
+        os.environ["TF_USE_LEGACY_KERAS"] = "1"
     try:
-        with active(graph_mode=True), _npurun_log():
+        with active(graph_mode=tf1, tf1=tf1), _npurun_log():
             runpy.run_path(path, run_name="__main__")
     except Exception as error:  # noqa: BLE001 - the script's own exception, reported as such
         from ..cli_errors import debug_wanted, print_script_exception

@@ -131,8 +131,11 @@ def _extra_module(fullname):
 class TF1World:
     """Installs and removes everything above; `activate()` / `deactivate()` own one."""
 
-    def __init__(self, graph_mode: bool):
+    def __init__(self, graph_mode: bool, scripts_get_tf1: bool = True):
         self.graph_mode = graph_mode
+        # False for TensorFlow 2 scripts (classic tf.estimator code): they keep `import tensorflow`
+        # as it is; the TF 1 module paths below stay importable.
+        self.scripts_get_tf1 = scripts_get_tf1
         self._finder = TF1Finder()
         self._original_import = None
         self._module = None
@@ -148,7 +151,8 @@ class TF1World:
         self._original_import = original = builtins.__import__
 
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
-            script = level == 0 and name.partition(".")[0] == "tensorflow" and is_script(globals)
+            script = (self.scripts_get_tf1 and level == 0 and name.partition(".")[0] == "tensorflow"
+                      and is_script(globals))
             if script and "." in name:
                 namespace = self._api_namespace(name)
                 if namespace is not None:  # `from tensorflow.train import AdamOptimizer`: TF 1's tf.train
