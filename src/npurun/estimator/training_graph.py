@@ -82,7 +82,8 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 raise
             if summarising:
                 program.summary = _outer_summaries(graph)
-            savers = _savers(built, holder["input"], holder.get("fed", False))
+            savers, input_state = _savers(built, holder["input"], holder.get("fed", False))
+            finite = checkpoints.finite_check(_v1.trainable_variables()) if saving else None
             if estimator._warm_start_from is not None and checkpoints.latest_checkpoint(model_dir) is None:
                 building.warm_start(estimator._warm_start_from)
             start_ops = (building.init_op(graph), building.local_init_op(graph), holder["input"].initializer)
@@ -91,7 +92,8 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
         if chief and (summarising or options["log_step_count_steps"]):
             writer = building.summary_writer(model_dir, graph)
         writer_ckpt = (checkpoints.CheckpointWriter(savers, model_dir, options["keep_checkpoint_max"],
-                                                    options["keep_checkpoint_every_n_hours"], saving_listeners)
+                                                    options["keep_checkpoint_every_n_hours"], saving_listeners,
+                                                    input_state=input_state, finite_check=finite)
                        if saving else None)
         try:
             with built.session(plan.target) as sess, distribute_errors.explained(config):
@@ -105,7 +107,7 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 _check_multiple(iterations, start_step, last_step, steps)
                 runner.after_create_session(sess)
                 if writer_ckpt is not None:
-                    writer_ckpt.begin()
+                    writer_ckpt.begin(sess)
                 loop = TrainingLoop(sess, program, Schedules(
                     checkpoint_steps=config.save_checkpoints_steps, checkpoint_secs=config.save_checkpoints_secs,
                     summary_steps=config.save_summary_steps, log_steps=options["log_step_count_steps"]),
@@ -117,7 +119,10 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                     if writer_ckpt.last_saved_step != step:
                         writer_ckpt.save(sess, step)
                     writer_ckpt.end(sess, step)
-                    checkpoints.mark_finished(model_dir, step)
+                    if not loop.preempted:
+                        checkpoints.mark_finished(model_dir, step)
+                if loop.watch.requested:
+                    _log_preemption(loop.watch, step, writer_ckpt)
                 runner.end(sess)
                 if loop.last_loss is not None and np.size(loop.last_loss):
                     logger.info("Loss for final step %d: %.6g", step, float(np.ravel(loop.last_loss)[-1]))
@@ -125,6 +130,16 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
         finally:
             if writer is not None:
                 writer.close()
+
+
+def _log_preemption(watch, step, writer_ckpt):
+    if writer_ckpt is not None:
+        where = f"saved {writer_ckpt.last_saved} with the input position" if writer_ckpt.saves_input_position \
+            else f"saved {writer_ckpt.last_saved} (variables only: this input cannot be saved)"
+    else:
+        where = "this process saves no checkpoints (not the chief, or save_checkpoints_steps=0)"
+    logger.warning("%s: training stopped at global step %d; %s; exiting with status %d", watch.name(), step, where,
+                   watch.exit_status)
 
 
 def _check_multiple(iterations, start_step, last_step, steps):
@@ -189,11 +204,12 @@ def _outer_summaries(graph):
 
 def _savers(built, inp: Input, fed: bool = False):
     """Savers to try in order: with the input pipeline's position (exact resume), then without it
-    (for inputs whose state cannot be serialised, and checkpoints written without it)."""
+    (for inputs whose state cannot be serialised, and checkpoints written without it); and the
+    tensor serialising the input position (CheckpointWriter.begin runs it once to decide), or None."""
     plain = built.saver()
     if inp.iterator is None or built.spec.scaffold is not None or fed:
-        return [plain]
+        return [plain], None
     saveable = tf.data.experimental.make_saveable_from_iterator(inp.iterator, external_state_policy="fail")
     with_input = _v1.train.Saver(var_list=_v1.global_variables() + [saveable], sharded=False, max_to_keep=None,
                                  allow_empty=True)
-    return [with_input, plain]
+    return [with_input, plain], saveable.specs[0].tensor

@@ -1,0 +1,123 @@
+"""Preemption during train(): SIGTERM / SIGINT end training cleanly, with a checkpoint.
+
+Schedulers (Slurm, Kubernetes) preempt with SIGTERM and a grace period; Ctrl-C sends SIGINT.
+While `watch()` is open (around one train() call, main thread only):
+
+  - the first SIGTERM or SIGINT is recorded; the training loop finishes the run in flight (a
+    step, or a whole device loop), the chief saves a checkpoint with the input position, one line
+    is logged, and train() raises SystemExit(128 + signal number): 143 for SIGTERM, 130 for SIGINT;
+  - a second signal exits at once (`os._exit` with the same status) even while the main thread is
+    blocked inside a long Session.run: a helper thread reads the signal numbers from Python's
+    wakeup fd, which the C-level handler writes immediately, whereas Python-level handlers only
+    run when the main thread returns to the interpreter;
+  - the previous handlers (and wakeup fd) are restored when train() returns or raises.
+
+Outside the main thread (train() called from a worker thread) nothing is installed: Python only
+allows signal handlers in the main thread, and the process's handlers belong to whoever owns it.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+from typing import Optional
+
+logger = logging.getLogger("npurun")
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Watch:
+    """What the training loop asks: `requested` (a signal arrived) and `signum`."""
+
+    def __init__(self):
+        self.signum: Optional[int] = None
+        self.installed = False
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + int(self.signum)
+
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    def _record(self, signum, frame=None) -> None:
+        if self.signum is None:
+            self.signum = signum
+
+    def exit_if_requested(self) -> None:
+        """Raise SystemExit with the conventional status when a signal arrived."""
+        if self.requested:
+            raise SystemExit(self.exit_status)
+
+
+_NO_WATCH = Watch()
+_current: Watch = _NO_WATCH
+
+
+def current() -> Watch:
+    """The Watch of the train() call in progress (one that never fires when none is)."""
+    return _current
+
+
+@contextlib.contextmanager
+def watch():
+    """Install the handlers for one train() call (see the module docstring); yields the Watch."""
+    global _current
+    state = Watch()
+    if threading.current_thread() is not threading.main_thread() or _current is not _NO_WATCH:
+        yield state  # a nested or non-main-thread train(): the outer watch (or nobody) handles signals
+        return
+    previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    try:
+        old_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        os.close(read_fd)
+        os.close(write_fd)
+        yield state
+        return
+    stop_reader = threading.Event()
+    reader = threading.Thread(target=_count_signals, args=(read_fd, state, stop_reader),
+                              name="npurun-preemption", daemon=True)
+    try:
+        for sig in SIGNALS:
+            signal.signal(sig, state._record)
+        state.installed = True
+        _current = state
+        reader.start()
+        yield state
+    finally:
+        _current = _NO_WATCH
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        signal.set_wakeup_fd(old_wakeup)
+        stop_reader.set()
+        os.write(write_fd, b"\0")  # wakes the reader so it sees stop_reader
+        reader.join(timeout=5)
+        os.close(write_fd)
+        os.close(read_fd)
+
+
+def _count_signals(read_fd: int, state: Watch, stop: threading.Event) -> None:
+    seen = 0
+    while not stop.is_set():
+        try:
+            data = os.read(read_fd, 64)
+        except OSError:
+            return
+        for number in data:
+            if number not in SIGNALS or stop.is_set():
+                continue
+            seen += 1
+            state._record(number)
+            if seen >= 2:
+                logger.warning("Second %s: exiting at once, without a checkpoint", signal.Signals(number).name)
+                os._exit(128 + number)
