@@ -126,6 +126,42 @@ def candidates(model_dir: str) -> List[str]:
     return sorted(prefixes, key=lambda p: (checkpoint_step(p) or -1, _mtime(p + ".index")), reverse=True)
 
 
+SAVE_IN_PROGRESS_SECS = 30.0  # a data file without its index this recent may be a save still running
+
+
+def incomplete(model_dir: str) -> List[Tuple[str, str]]:
+    """(prefix, what is missing) of checkpoints with a data file but no index, an index but no data
+    file, or named in the state file without their files; newest first. A data file written in the
+    last SAVE_IN_PROGRESS_SECS without its index is left out (a save may be finishing)."""
+    pattern = os.path.join(glob.escape(model_dir), f"{PREFIX}-*")
+    prefixes = {re.sub(r"\.(index|data-\d+-of-\d+)$", "", name) for name in glob.glob(pattern)
+                if name.endswith(".index") or re.search(r"\.data-\d+-of-\d+$", name)}
+    state = _state(model_dir)
+    named = set()
+    if state is not None:
+        named = {os.path.normpath(p) for p in list(state.all_model_checkpoint_paths) + [state.model_checkpoint_path]
+                 if p}
+    found = []
+    for prefix in prefixes | named:
+        index, data = os.path.exists(prefix + ".index"), bool(_data_files(prefix))
+        if index and data:
+            continue
+        if data and clock() - max(_mtime(name) for name in _data_files(prefix)) < SAVE_IN_PROGRESS_SECS:
+            continue
+        missing = "its .index file is missing" if data else "its .data file is missing" if index else \
+            "named in the state file, but its files are missing"
+        found.append((prefix, missing))
+    return sorted(found, key=lambda item: checkpoint_step(item[0]) or -1, reverse=True)
+
+
+def _warn_incomplete(model_dir: str, chosen: Optional[str]) -> None:
+    """Warn about incomplete checkpoints newer than the one chosen (older ones may be mid-eviction)."""
+    floor = checkpoint_step(chosen) if chosen else -1
+    for prefix, missing in incomplete(model_dir):
+        if (checkpoint_step(prefix) or -1) > (floor if floor is not None else -1):
+            logger.warning("Skipping the incomplete checkpoint %s (%s)", prefix, missing)
+
+
 # Verified checkpoints: prefix -> the (size, mtime) of its files when they read completely.
 _verified: Dict[str, tuple] = {}
 _verified_lock = threading.Lock()
@@ -179,13 +215,16 @@ def latest_checkpoint(model_dir: str) -> Optional[str]:
     """The newest readable checkpoint in `model_dir`, or None; a warning names each one skipped."""
     if not model_dir or not os.path.isdir(model_dir):
         return None
+    chosen = None
     for prefix in candidates(model_dir):
         reason = why_unreadable(prefix)
         if reason is None:
-            return prefix
+            chosen = prefix
+            break
         if _has_files(prefix):  # not merely evicted by a concurrent training job
             logger.warning("Skipping the damaged checkpoint %s (%s); using an older one", prefix, reason)
-    return None
+    _warn_incomplete(model_dir, chosen)
+    return chosen
 
 
 def read_newest(model_dir: str, read: Callable[[str], object]):
@@ -245,8 +284,8 @@ def restore(savers: Sequence, sess, prefix: str) -> None:
             return
         except tf.errors.NotFoundError:
             continue  # a key of this saver is not in the checkpoint: try the next one
-        except tf.errors.DataLossError:
-            raise
+        except (tf.errors.DataLossError, tf.errors.InternalError, tf.errors.OutOfRangeError):
+            raise  # damaged bytes (a checksum, a variant that no longer decodes, a truncated file)
         except tf.errors.OpError as err:
             # An input position saved by a different input pipeline; the variables may still
             # restore with the next saver (a broken checkpoint fails there too).
@@ -272,6 +311,7 @@ def restore_newest(savers: Sequence, sess, model_dir: str, quarantine: bool = Fa
     """
     tried = []
     finished = finished_step(model_dir)
+    chosen = None
     for prefix in candidates(model_dir):
         use = savers if resume_input and checkpoint_step(prefix) != finished else savers[-1:]
         try:
@@ -282,7 +322,11 @@ def restore_newest(savers: Sequence, sess, model_dir: str, quarantine: bool = Fa
             logger.warning("Checkpoint %s does not restore (%s); trying an older one", prefix, _first_line(err))
             tried.append(prefix)
             continue
-        return prefix
+        chosen = prefix
+        break
+    _warn_incomplete(model_dir, chosen)
+    if chosen is not None:
+        return chosen
     if tried:
         raise RuntimeError(f"None of the checkpoints in {model_dir} restores: {', '.join(tried)}")
     return None

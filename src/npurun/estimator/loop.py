@@ -21,7 +21,8 @@ Rules (also in docs/estimator.md):
   - a SIGTERM / SIGINT (see preemption.py) ends the loop after the run in flight (`preempted`);
   - a train_op that leaves the global step where it was for STALL_LIMIT runs in a row is a
     GlobalStepStalledError; runs skipped because a loss-scale overflow was detected (the
-    managers' `skipped_steps` grew) are counted apart and never make that error.
+    managers' `skipped_steps` grew) are counted apart, with their own, larger limit
+    (OVERFLOW_LIMIT: the gradients are NaN/Inf whatever the scale).
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ _v1 = tf.compat.v1
 
 
 STALL_LIMIT = 100  # runs in a row without global-step progress (not loss-scale skips) before the error
+OVERFLOW_LIMIT = 2000  # runs in a row skipped for loss-scale overflow before the error
 
 
 class NanLossDuringTrainingError(RuntimeError):
@@ -100,7 +102,7 @@ class TrainingLoop:
         self.watch = preemption.current()
         self.preempted = False
         self.overflow_skips = 0  # runs that left the global step because of a loss-scale overflow
-        self._stall_step, self._stalls, self._skipped = None, 0, None
+        self._stall_step, self._stalls, self._overflows, self._skipped = None, 0, 0, None
         self._skip_counters = [state.skipped_steps for state in sess.graph.get_collection(MANAGERS_COLLECTION)]
 
     def _fast_callable(self):
@@ -204,13 +206,19 @@ class TrainingLoop:
         """A run left the global step at `step`: count it (apart when a loss-scale overflow skipped
         it) and raise GlobalStepStalledError after STALL_LIMIT such runs in a row."""
         if step != self._stall_step:
-            self._stall_step, self._stalls = step, 0
+            self._stall_step, self._stalls, self._overflows = step, 0, 0
         if self._skip_counters:
             skipped = int(sum(self.sess.run(self._skip_counters)))
             grew = skipped > self._skipped
             self._skipped = skipped
             if grew:
                 self.overflow_skips += 1
+                self._overflows += 1
+                if self._overflows >= OVERFLOW_LIMIT:
+                    raise GlobalStepStalledError(
+                        f"The global step stayed at {step} for {self._overflows} training runs in a row, each "
+                        f"skipped because the loss scale overflowed: the gradients are NaN/Inf whatever the scale. "
+                        f"Check the loss and the input for NaN/Inf, or lower the learning rate")
                 return
         self._stalls += 1
         if self._stalls >= STALL_LIMIT:
