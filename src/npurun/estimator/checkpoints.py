@@ -126,6 +126,7 @@ def candidates(model_dir: str) -> List[str]:
     return sorted(prefixes, key=lambda p: (checkpoint_step(p) or -1, _mtime(p + ".index")), reverse=True)
 
 
+RELISTS = 5  # directory listings a reader tries when every checkpoint it listed was evicted meanwhile
 SAVE_IN_PROGRESS_SECS = 30.0  # a data file without its index this recent may be a save still running
 
 
@@ -215,14 +216,20 @@ def latest_checkpoint(model_dir: str) -> Optional[str]:
     """The newest readable checkpoint in `model_dir`, or None; a warning names each one skipped."""
     if not model_dir or not os.path.isdir(model_dir):
         return None
-    chosen = None
-    for prefix in candidates(model_dir):
-        reason = why_unreadable(prefix)
-        if reason is None:
-            chosen = prefix
-            break
-        if _has_files(prefix):  # not merely evicted by a concurrent training job
-            logger.warning("Skipping the damaged checkpoint %s (%s); using an older one", prefix, reason)
+    chosen, vanished = None, False
+    for _ in range(RELISTS):
+        vanished = False
+        for prefix in candidates(model_dir):
+            reason = why_unreadable(prefix)
+            if reason is None:
+                chosen = prefix
+                break
+            if _has_files(prefix):  # not merely evicted by a concurrent training job
+                logger.warning("Skipping the damaged checkpoint %s (%s); using an older one", prefix, reason)
+            else:
+                vanished = True
+        if chosen is not None or not vanished:
+            break  # else every candidate was evicted while we read: list the directory again
     _warn_incomplete(model_dir, chosen)
     return chosen
 
@@ -312,18 +319,25 @@ def restore_newest(savers: Sequence, sess, model_dir: str, quarantine: bool = Fa
     tried = []
     finished = finished_step(model_dir)
     chosen = None
-    for prefix in candidates(model_dir):
-        use = savers if resume_input and checkpoint_step(prefix) != finished else savers[-1:]
-        try:
-            restore(use, sess, prefix)
-        except (tf.errors.OpError, ValueError, IndexError) as err:
-            if not _has_files(prefix):
-                continue  # evicted while we read it: the next one is complete
-            logger.warning("Checkpoint %s does not restore (%s); trying an older one", prefix, _first_line(err))
-            tried.append(prefix)
-            continue
-        chosen = prefix
-        break
+    for _ in range(RELISTS):
+        vanished = False
+        for prefix in candidates(model_dir):
+            if prefix in tried:
+                continue
+            use = savers if resume_input and checkpoint_step(prefix) != finished else savers[-1:]
+            try:
+                restore(use, sess, prefix)
+            except (tf.errors.OpError, ValueError, IndexError) as err:
+                if not _has_files(prefix):
+                    vanished = True
+                    continue  # evicted while we read it (readers run beside training)
+                logger.warning("Checkpoint %s does not restore (%s); trying an older one", prefix, _first_line(err))
+                tried.append(prefix)
+                continue
+            chosen = prefix
+            break
+        if chosen is not None or not vanished:
+            break
     _warn_incomplete(model_dir, chosen)
     if chosen is not None:
         return chosen
