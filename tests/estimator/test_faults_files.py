@@ -5,6 +5,7 @@ step, an empty evaluation input. One trained model_dir is shared (copied per tes
 import glob
 import logging
 import os
+import re
 import shutil
 import warnings
 
@@ -268,3 +269,60 @@ def test_evaluating_an_empty_input_is_an_error(trained):
         return input_fn_for(X, Y, repeat=False)().filter(lambda features, labels: False)
     with pytest.raises(ValueError, match="evaluation input is empty"):
         est.evaluate(empty)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 96 KiB tmpfs (this sandbox runs as root); None where mounting is not permitted."""
+    import subprocess
+    path = tmp_path / "disk"
+    path.mkdir()
+    try:
+        mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(path)],
+                                                       capture_output=True).returncode == 0
+    except OSError:  # no mount command
+        mounted = False
+    yield str(path) if mounted else None
+    if mounted:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def test_a_full_disk_is_one_clear_error_and_the_newest_complete_checkpoint_stays_named(small_disk, tmp_path,
+                                                                                        monkeypatch):
+    """On a real small file system when it can be mounted; otherwise the write error is injected
+    as TensorFlow reports ENOSPC (ResourceExhaustedError "No space left on device")."""
+    if small_disk is None:
+        real_save = v1.train.Saver.save
+        saves = []
+
+        def full_after_three(self, sess, *args, **kwargs):
+            saves.append(1)
+            if len(saves) > 3:
+                raise tf.errors.ResourceExhaustedError(None, None, "model.ckpt-20.data-00000-of-00001.tempstate1; "
+                                                                   "No space left on device")
+            return real_save(self, sess, *args, **kwargs)
+        monkeypatch.setattr(v1.train.Saver, "save", full_after_three)
+    model_dir = os.path.join(small_disk or str(tmp_path), "model")
+    est = NPUEstimator(model_fn, model_dir=model_dir, config=_config(save_summary_steps=0))
+    with pytest.raises(checkpoints.DiskFullError) as error:
+        est.train(_input(), steps=200)
+    message = str(error.value)
+    newest = checkpoint_steps(model_dir)[-1]
+    assert re.search(rf"Not enough space to save model.ckpt-{newest + SAVE_EVERY} in {re.escape(model_dir)}: "
+                     rf"about [1-9]\d* bytes needed, \d+ bytes free", message), message
+    assert f"model.ckpt-{newest} (in {model_dir}) is complete and named in the state file" in message
+    assert "keep_checkpoint_max=N needs room for N+1" in message and "\n" not in message
+    state = tf.train.get_checkpoint_state(model_dir)
+    assert os.path.basename(state.model_checkpoint_path) == f"model.ckpt-{newest}"
+    for path in state.all_model_checkpoint_paths:
+        assert checkpoints.is_readable(path)
+    assert not glob.glob(os.path.join(model_dir, "*tempstate*")) and not glob.glob(os.path.join(model_dir, "*.tmp*"))
+    # Once there is room again, training resumes from that checkpoint.
+    monkeypatch.undo()
+    for step in checkpoint_steps(model_dir)[:-1]:
+        for name in glob.glob(os.path.join(model_dir, f"model.ckpt-{step}.*")):
+            os.remove(name)
+    resumed = NPUEstimator(model_fn, model_dir=model_dir, config=_config(save_summary_steps=0,
+                                                                         keep_checkpoint_max=1))
+    resumed.train(_input(), steps=SAVE_EVERY)
+    assert resumed.get_variable_value("global_step") == newest + SAVE_EVERY
