@@ -124,7 +124,12 @@ class NPUEstimator:
         # One training job per model_dir (the chief writes it); SIGTERM / SIGINT stop after the run in
         # flight with a checkpoint, then exit 143 / 130 (see preemption.py).
         with model_dir_lock.hold(self._model_dir, enabled=self._config.is_chief), preemption.watch() as watch:
-            training_graph.train(self, input_fn, list(hooks or ()), steps, max_steps, list(saving_listeners or ()))
+            try:
+                training_graph.train(self, input_fn, list(hooks or ()), steps, max_steps,
+                                     list(saving_listeners or ()))
+            except distribute_errors.CollectiveTimeoutError as error:
+                if not watch.peer_stopped_first(error, self._model_dir):
+                    raise
         watch.exit_if_requested()
         return self
 

@@ -12,6 +12,10 @@ While `watch()` is open (around one train() call, main thread only):
     run when the main thread returns to the interpreter;
   - the previous handlers (and wakeup fd) are restored when train() returns or raises.
 
+Multi-rank: the chief saves, the other ranks only stop. A rank still waiting in a collective for
+a peer that already stopped fails within hccl_timeout; after a signal that failure is logged in
+one line and the exit status is still 143 / 130 (`peer_stopped_first`).
+
 Outside the main thread (train() called from a worker thread) nothing is installed: Python only
 allows signal handlers in the main thread, and the process's handlers belong to whoever owns it.
 """
@@ -50,6 +54,19 @@ class Watch:
     def _record(self, signum, frame=None) -> None:
         if self.signum is None:
             self.signum = signum
+
+    def peer_stopped_first(self, error: BaseException, model_dir: str) -> bool:
+        """After a signal: whether `error` (from train()) is a collective that failed because a peer
+        rank stopped a run earlier; then it is logged (one line) and the exit status stays 143 / 130."""
+        if not self.requested or type(error).__name__ != "CollectiveTimeoutError":
+            return False
+        from . import checkpoints  # TensorFlow-dependent; this module is imported early
+
+        newest = checkpoints.latest_checkpoint(model_dir)
+        logger.warning("%s: a peer rank stopped before this one, so the run in flight failed; no checkpoint "
+                       "from this run (the newest is %s); exiting with status %d", self.name(),
+                       newest or "none", self.exit_status)
+        return True
 
     def exit_if_requested(self) -> None:
         """Raise SystemExit with the conventional status when a signal arrived."""
