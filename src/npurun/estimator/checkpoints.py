@@ -33,12 +33,14 @@ is complete before the oldest is deleted, so keep_checkpoint_max=N needs room fo
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import glob
 import logging
 import os
 import re
 import shutil
+import tempfile
 import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -152,6 +154,12 @@ def incomplete(model_dir: str) -> List[Tuple[str, str]]:
         missing = "its .index file is missing" if data else "its .data file is missing" if index else \
             "named in the state file, but its files are missing"
         found.append((prefix, missing))
+    if any(not os.path.exists(prefix + ".index") and not _data_files(prefix) for prefix, _ in found):
+        # Eviction drops a checkpoint from the state file before deleting its files: one that is
+        # still named after its files were seen missing is really missing.
+        state = _state(model_dir)
+        still = {os.path.normpath(p) for p in state.all_model_checkpoint_paths} if state is not None else set()
+        found = [(p, m) for p, m in found if os.path.exists(p + ".index") or _data_files(p) or p in still]
     return sorted(found, key=lambda item: checkpoint_step(item[0]) or -1, reverse=True)
 
 
@@ -163,46 +171,113 @@ def _warn_incomplete(model_dir: str, chosen: Optional[str]) -> None:
             logger.warning("Skipping the incomplete checkpoint %s (%s)", prefix, missing)
 
 
+PIN_PREFIX = ".npurun-read-"
+STALE_PIN_SECS = 600.0  # pins live for one read or restore; older ones are a killed reader's
+
+
+@contextlib.contextmanager
+def pinned(prefix: str):
+    """Hard links to the checkpoint's files in a private directory beside it, for one read.
+
+    A training job may evict the checkpoint meanwhile: the links keep its data (an inode lives
+    while a name points to it), so a reader never loses a checkpoint it chose halfway through.
+    Yields the linked prefix, or `prefix` itself where links cannot be made (a read-only
+    model_dir, a file system without hard links). Raises FileNotFoundError when the checkpoint
+    vanished before it could be linked.
+    """
+    try:
+        private = tempfile.mkdtemp(prefix=PIN_PREFIX, dir=os.path.dirname(prefix) or ".")
+    except OSError:
+        yield prefix
+        return
+    try:
+        linked = os.path.join(private, os.path.basename(prefix))
+        usable = True
+        for name in [prefix + ".index"] + _data_files(prefix):
+            try:
+                os.link(name, os.path.join(private, os.path.basename(name)))
+            except FileNotFoundError:
+                raise
+            except OSError:
+                usable = False
+                break
+        if not _data_files(linked) and usable:
+            raise FileNotFoundError(f"{prefix}: its data file vanished")
+        yield linked if usable else prefix
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def remove_stale_pins(model_dir: str) -> None:
+    """Remove pin directories left by killed readers (they would keep evicted data on disk)."""
+    for path in glob.glob(os.path.join(glob.escape(model_dir), PIN_PREFIX + "*")):
+        if clock() - _mtime(path) > STALE_PIN_SECS:
+            shutil.rmtree(path, ignore_errors=True)
+
+
 # Verified checkpoints: prefix -> the (size, mtime) of its files when they read completely.
 _verified: Dict[str, tuple] = {}
 _verified_lock = threading.Lock()
 
 
 def _signature(prefix: str) -> tuple:
+    """Identifies the files' contents: inode (a new save is a new file), size and time, by file."""
     files = sorted([prefix + ".index"] + _data_files(prefix))
-    return tuple((name, os.stat(name).st_size, os.stat(name).st_mtime_ns) for name in files)
+    return tuple((os.path.basename(name), os.stat(name).st_ino, os.stat(name).st_size, os.stat(name).st_mtime_ns)
+                 for name in files)
 
 
 def check_readable(prefix: str) -> None:
-    """Raise (OpError, ValueError or OSError) unless every tensor of the checkpoint reads.
+    """Raise (OpError, ValueError, OSError or IndexError) unless every tensor of the checkpoint reads.
 
-    Reads the data in a throwaway graph and session (TensorFlow checks each tensor's checksum),
-    the input position (a variant) included; remembers the files' sizes and times, so an
-    unchanged checkpoint is read once per process.
+    Reads the data (TensorFlow checks each tensor's checksum), the input position (a variant,
+    which numpy cannot hold: read by a small cached session) included; remembers the files' sizes
+    and times, so an unchanged checkpoint is read once per process.
     """
     if not _has_files(prefix):
         raise FileNotFoundError(f"{prefix}.index or its data file is missing")
-    signature = _signature(prefix)
-    with _verified_lock:
-        if _verified.get(prefix) == signature:
-            return
-    dtypes = tf.train.load_checkpoint(prefix).get_variable_to_dtype_map()
-    names = sorted(dtypes)
-    with tf.Graph().as_default() as graph:
-        read = tf.raw_ops.RestoreV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
-                                    dtypes=[dtypes[name] for name in names])
-        ops = [tensor.op for tensor in read] if names else []
-        with tf.compat.v1.Session(graph=graph) as sess:
-            sess.run(ops)  # run the op without fetching (a variant cannot become a numpy value)
+    with pinned(prefix) as linked:
+        signature = _signature(linked)
+        with _verified_lock:
+            if _verified.get(prefix) == signature:
+                return
+        reader = tf.train.load_checkpoint(linked)
+        variants = []
+        for name, dtype in sorted(reader.get_variable_to_dtype_map().items()):
+            if dtype == tf.variant:
+                variants.append(name)
+            else:
+                reader.get_tensor(name)
+        if variants:
+            _read_variants(linked, variants)
     with _verified_lock:
         _verified[prefix] = signature
+
+
+_variant_readers: Dict[int, tuple] = {}
+
+
+def _read_variants(prefix: str, names: List[str]) -> None:
+    """Restore variant tensors (discarding them) in a session kept per number of names."""
+    with _verified_lock:
+        if len(names) not in _variant_readers:
+            with tf.Graph().as_default() as graph, tf.device("/device:CPU:0"):
+                path = tf.compat.v1.placeholder(tf.string, [])
+                keys = tf.compat.v1.placeholder(tf.string, [len(names)])
+                read = tf.raw_ops.RestoreV2(prefix=path, tensor_names=keys, shape_and_slices=[""] * len(names),
+                                            dtypes=[tf.variant] * len(names))
+            session = tf.compat.v1.Session(graph=graph, config=tf.compat.v1.ConfigProto(
+                inter_op_parallelism_threads=1, intra_op_parallelism_threads=1))
+            _variant_readers[len(names)] = (session, path, keys, read[0].op)
+        session, path, keys, op = _variant_readers[len(names)]
+    session.run(op, feed_dict={path: prefix, keys: names})  # an op, not its outputs: variants stay in TF
 
 
 def why_unreadable(prefix: str) -> Optional[str]:
     """None when the checkpoint reads completely (see check_readable); otherwise the reason."""
     try:
         check_readable(prefix)
-    except (tf.errors.OpError, ValueError, OSError) as err:
+    except (tf.errors.OpError, ValueError, OSError, IndexError) as err:  # IndexError: a truncated file
         return _first_line(err)
     return None
 
@@ -242,7 +317,8 @@ def read_newest(model_dir: str, read: Callable[[str], object]):
         if prefix is None:
             break
         try:
-            return read(prefix)
+            with pinned(prefix) as linked:
+                return read(linked)
         except (tf.errors.NotFoundError, OSError):
             if _has_files(prefix):
                 raise
@@ -326,8 +402,9 @@ def restore_newest(savers: Sequence, sess, model_dir: str, quarantine: bool = Fa
                 continue
             use = savers if resume_input and checkpoint_step(prefix) != finished else savers[-1:]
             try:
-                restore(use, sess, prefix)
-            except (tf.errors.OpError, ValueError, IndexError) as err:
+                with pinned(prefix) as linked:
+                    restore(use, sess, linked)
+            except (tf.errors.OpError, ValueError, IndexError, OSError) as err:
                 if not _has_files(prefix):
                     vanished = True
                     continue  # evicted while we read it (readers run beside training)
@@ -401,6 +478,7 @@ class CheckpointWriter:
         os.makedirs(model_dir, exist_ok=True)
         for leftover in glob.glob(os.path.join(glob.escape(model_dir), "*.tempstate*")):
             _remove(leftover)  # a save killed half-way; never part of a checkpoint
+        remove_stale_pins(model_dir)
         self._kept, last_preserved = self._recover()
         self._next_keep_time = (last_preserved or clock()) + (self._keep_secs or 0.0)
 

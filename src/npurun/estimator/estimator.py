@@ -249,7 +249,7 @@ class NPUEstimator:
             raise ValueError(f"NPUEstimator.export_saved_model: could not find a trained model (checkpoint) in "
                              f"{self._model_dir}")
         return export_lib.export(self, self._plan(ModeKeys.PREDICT), export_dir_base, serving_input_receiver_fn,
-                                 path, assets_extra=assets_extra, as_text=as_text)
+                                 _explicit(checkpoint_path, path), assets_extra=assets_extra, as_text=as_text)
 
     export_savedmodel = export_saved_model
 
