@@ -443,14 +443,14 @@ def state_file_text(paths: Sequence[str], timestamps: Sequence[float], last_pres
 
 def write_state_file(model_dir: str, paths: Sequence[str], timestamps: Sequence[float],
                      last_preserved: float) -> None:
-    """Replace the state file atomically (write a temporary file, flush it to disk, rename)."""
+    """Replace the state file atomically (write a temporary file, rename it over the old one). Not
+    fsynced: TensorFlow does not fsync the checkpoint data either, so this protects against a
+    killed process, not a power cut."""
     path = os.path.join(model_dir, STATE_FILE)
     temporary = f"{path}.tmp{os.getpid()}"
     try:
         with open(temporary, "w") as state:
             state.write(state_file_text(paths, timestamps, last_preserved))
-            state.flush()
-            os.fsync(state.fileno())
         os.replace(temporary, path)
     except BaseException:
         _remove(temporary)
