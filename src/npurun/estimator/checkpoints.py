@@ -337,11 +337,17 @@ def resolve(path: str) -> Optional[str]:
 
 
 def mark_finished(model_dir: str, step: int) -> None:
-    """Record that a train() call ended normally at `step` (atomically: write, then rename)."""
+    """Record that a train() call ended normally at `step` (atomically: write, then rename). Where
+    that fails (a full disk), the checkpoint is already complete: a warning, not an error."""
     path = os.path.join(model_dir, FINISHED_FILE)
-    with open(path + ".tmp", "w") as marker:
-        marker.write(f"{step}\n")
-    os.replace(path + ".tmp", path)
+    try:
+        with open(path + ".tmp", "w") as marker:
+            marker.write(f"{step}\n")
+        os.replace(path + ".tmp", path)
+    except OSError as err:
+        _remove(path + ".tmp")
+        logger.warning("Could not record in %s that training ended at step %d (%s); the next train() call will "
+                       "continue the input where this one stopped instead of from its start", path, step, err)
 
 
 def finished_step(model_dir: str) -> Optional[int]:
@@ -419,7 +425,9 @@ def restore_newest(savers: Sequence, sess, model_dir: str, quarantine: bool = Fa
     if chosen is not None:
         return chosen
     if tried:
-        raise RuntimeError(f"None of the checkpoints in {model_dir} restores: {', '.join(tried)}")
+        raise RuntimeError(f"None of the checkpoints in {model_dir} restores ({', '.join(tried)}; the warnings above "
+                           f"give each reason). They are left in place: if the read errors were transient (a network "
+                           f"file system), try again; to start from scratch, use another model_dir")
     return None
 
 
