@@ -3,7 +3,8 @@
 Modules: `spec` (EstimatorSpec, NPUEstimatorSpec, ModeKeys, TrainSpec, EvalSpec), `estimator`
 (NPUEstimator), `training_graph` and `loop` (the training loop), `hooks` (the SessionRunHook
 runner and schedules), `checkpoints` (saving, retention, crash-safe restore), `export`
-(SavedModel export), `training` (train_and_evaluate), `model_dir`.
+(SavedModel export), `training` (train_and_evaluate), `model_dir`, `model_dir_lock` (one training
+job per model_dir), `preemption` (SIGTERM / SIGINT during train()).
 """
 from .estimator import NPUEstimator
 from .export import (PredictOutput, ServingInputReceiver, build_parsing_serving_input_receiver_fn,
@@ -15,3 +16,11 @@ from .training import train_and_evaluate
 __all__ = ["NPUEstimator", "EstimatorSpec", "NPUEstimatorSpec", "ModeKeys", "TrainSpec", "EvalSpec",
            "train_and_evaluate", "ServingInputReceiver", "PredictOutput", "build_raw_serving_input_receiver_fn",
            "build_parsing_serving_input_receiver_fn", "NanLossDuringTrainingError"]
+
+# Fault errors (see docs/estimator.md, "What survives what").
+from .checkpoints import CheckpointSaveError, DiskFullError, NonFiniteVariableError  # noqa: E402
+from .loop import GlobalStepStalledError  # noqa: E402
+from .model_dir_lock import ModelDirInUseError  # noqa: E402
+
+__all__ += ["CheckpointSaveError", "DiskFullError", "NonFiniteVariableError", "GlobalStepStalledError",
+            "ModelDirInUseError"]
