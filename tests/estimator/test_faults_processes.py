@@ -248,3 +248,21 @@ def test_a_signal_in_process_stops_after_the_run_and_raises_system_exit(tmp_path
     assert stopped.value.code == 143
     assert checkpoint_steps(model_dir) == [7]
     assert glob.glob(os.path.join(model_dir, "model.ckpt-7.index"))
+
+
+def test_an_ignored_signal_stays_ignored_during_train(tmp_path):
+    seen = {}
+
+    class Look(tf.compat.v1.train.SessionRunHook):
+        def before_run(self, run_context):
+            seen["int"] = signal.getsignal(signal.SIGINT)
+            seen["term"] = signal.getsignal(signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        est = NPUEstimator(model_fn, model_dir=str(tmp_path / "model"), config=_config())
+        est.train(input_fn_for(X, Y), steps=2, hooks=[Look()])
+        assert seen["int"] is signal.SIG_IGN and seen["term"] not in (signal.SIG_DFL, signal.SIG_IGN)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)

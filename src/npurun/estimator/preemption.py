@@ -16,7 +16,7 @@ Multi-rank: the chief saves, the other ranks only stop. A rank still waiting in 
 a peer that already stopped fails within hccl_timeout; after a signal that failure is logged in
 one line and the exit status is still 143 / 130 (`peer_stopped_first`).
 
-Outside the main thread (train() called from a worker thread) nothing is installed: Python only
+A signal the process ignores (SIG_IGN) stays ignored. Outside the main thread (train() called from a worker thread) nothing is installed: Python only
 allows signal handlers in the main thread, and the process's handlers belong to whoever owns it.
 """
 from __future__ import annotations
@@ -91,7 +91,12 @@ def watch():
     if threading.current_thread() is not threading.main_thread() or _current is not _NO_WATCH:
         yield state  # a nested or non-main-thread train(): the outer watch (or nobody) handles signals
         return
-    previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
+    # A signal the process ignores stays ignored (e.g. SIGINT for a job started in the background
+    # by a non-interactive shell).
+    previous = {sig: signal.getsignal(sig) for sig in SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN}
+    if not previous:
+        yield state
+        return
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     try:
@@ -102,10 +107,10 @@ def watch():
         yield state
         return
     stop_reader = threading.Event()
-    reader = threading.Thread(target=_count_signals, args=(read_fd, state, stop_reader),
+    reader = threading.Thread(target=_count_signals, args=(read_fd, state, stop_reader, tuple(previous)),
                               name="npurun-preemption", daemon=True)
     try:
-        for sig in SIGNALS:
+        for sig in previous:
             signal.signal(sig, state._record)
         state.installed = True
         _current = state
@@ -123,7 +128,7 @@ def watch():
         os.close(read_fd)
 
 
-def _count_signals(read_fd: int, state: Watch, stop: threading.Event) -> None:
+def _count_signals(read_fd: int, state: Watch, stop: threading.Event, watched) -> None:
     seen = 0
     while not stop.is_set():
         try:
@@ -131,7 +136,7 @@ def _count_signals(read_fd: int, state: Watch, stop: threading.Event) -> None:
         except OSError:
             return
         for number in data:
-            if number not in SIGNALS or stop.is_set():
+            if number not in watched or stop.is_set():
                 continue
             seen += 1
             state._record(number)
