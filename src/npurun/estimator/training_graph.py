@@ -135,7 +135,7 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
 def _log_preemption(watch, step, writer_ckpt):
     if writer_ckpt is not None:
         where = f"saved {writer_ckpt.last_saved} with the input position" if writer_ckpt.saves_input_position \
-            else f"saved {writer_ckpt.last_saved} (variables only: this input cannot be saved)"
+            else f"saved {writer_ckpt.last_saved} (variables only: the input position is not saved for this input)"
     else:
         where = "this process saves no checkpoints (not the chief, or save_checkpoints_steps=0)"
     logger.warning("%s: training stopped at global step %d; %s; exiting with status %d", watch.name(), step, where,
