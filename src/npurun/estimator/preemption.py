@@ -16,8 +16,9 @@ Multi-rank: the chief saves, the other ranks only stop. A rank still waiting in 
 a peer that already stopped fails within hccl_timeout; after a signal that failure is logged in
 one line and the exit status is still 143 / 130 (`peer_stopped_first`).
 
-A signal the process ignores (SIG_IGN) stays ignored. Outside the main thread (train() called from a worker thread) nothing is installed: Python only
-allows signal handlers in the main thread, and the process's handlers belong to whoever owns it.
+A signal the process ignores (SIG_IGN) stays ignored. Outside the main thread (train() called
+from a worker thread) nothing is installed: Python only allows signal handlers in the main
+thread, and the process's handlers belong to whoever owns it.
 """
 from __future__ import annotations
 
