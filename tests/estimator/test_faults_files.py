@@ -54,7 +54,6 @@ def copy(trained, tmp_path):
     model_dir = str(tmp_path / "model")
     shutil.copytree(trained[0], model_dir)
     os.remove(os.path.join(model_dir, checkpoints.FINISHED_FILE))  # as after a crash: resume the input too
-    checkpoints._verified.clear()
     return model_dir
 
 

@@ -2,9 +2,10 @@
 
 Modules: `spec` (EstimatorSpec, NPUEstimatorSpec, ModeKeys, TrainSpec, EvalSpec), `estimator`
 (NPUEstimator), `training_graph` and `loop` (the training loop), `hooks` (the SessionRunHook
-runner and schedules), `checkpoints` (saving, retention, crash-safe restore), `export`
-(SavedModel export), `training` (train_and_evaluate), `model_dir`, `model_dir_lock` (one training
-job per model_dir), `preemption` (SIGTERM / SIGINT during train()).
+runner and schedules), `checkpoints` (saving, retention, crash-safe restore) and
+`checkpoint_files` (the files on disk), `export` (SavedModel export), `training`
+(train_and_evaluate), `model_dir`, `model_dir_lock` (one training job per model_dir), `preemption`
+(SIGTERM / SIGINT during train()).
 """
 from .estimator import NPUEstimator
 from .export import (PredictOutput, ServingInputReceiver, build_parsing_serving_input_receiver_fn,
