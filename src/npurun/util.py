@@ -18,15 +18,22 @@ or, to change the number of iterations while running,
 
 The loop copies the ops train_op needs into a tf.while_loop (see npurun.estimator.repeat), so
 each `sess.run` of the returned op runs N full steps, input included.
+
+Other tensors fetched in the same `sess.run` as the loop op (`sess.run([loop, loss])`) get what
+Ascend gives: a run reads exactly N input elements, a fetch computed from the input (the loss) is
+the last iteration's value, and one that only reads variables (the global step) is read after
+the loop. The session given to set_iteration_per_loop / load_iteration_per_loop_var rewrites such
+fetches (one variant of the loop per distinct set of fetches, built on first use).
 """
 from __future__ import annotations
 
 import contextlib
+import weakref
 
 import tensorflow as tf
 
 from .estimator.hooks import HookRunner
-from .estimator.repeat import repeat
+from .estimator.repeat import repeat, repeat_with_fetches
 
 _v1 = tf.compat.v1
 ITERATIONS_VARIABLE = "npurun_iterations_per_loop"
@@ -62,7 +69,92 @@ def set_iteration_per_loop(sess, train_op, iterations_per_loop: int = 1):
     if iterations == 1:
         with train_op.graph.as_default():
             return tf.group(train_op, name="IterationOp")
-    return repeat(train_op, iterations)
+    loop = repeat(train_op, iterations)
+    _register_loop(loop, train_op, iterations, sess)
+    return loop
+
+
+# ---- fetches next to a loop op -----------------------------------------------------------------------
+_LOOPS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # graph -> {loop op: _Loop}
+
+
+class _Loop:
+    """A loop op made by set_iteration_per_loop, and its variants for other fetches next to it."""
+
+    def __init__(self, train_op, iterations):
+        self.train_op, self.iterations = train_op, iterations
+        self.variants: dict = {}  # tuple of fetch names -> (loop op, [value per fetch])
+
+    def variant(self, fetches: list):
+        key = tuple(f.name for f in fetches)
+        if key not in self.variants:
+            iterations = self.iterations  # an int, or IterationPerLoop's variable (read in the new loop)
+            with self.train_op.graph.as_default():
+                count = iterations.read_value() if hasattr(iterations, "read_value") else iterations
+            self.variants[key] = repeat_with_fetches(self.train_op, count, fetches)
+        return self.variants[key]
+
+
+def _register_loop(loop, train_op, iterations, sess) -> None:
+    _LOOPS.setdefault(loop.graph, {})[loop] = _Loop(train_op, iterations)
+    if sess is not None and not getattr(sess, "_npurun_loop_fetches", False):
+        run = sess.run
+
+        def run_with_loops(fetches, feed_dict=None, options=None, run_metadata=None):
+            return run(_fetches_for_loops(sess.graph, fetches), feed_dict=feed_dict, options=options,
+                       run_metadata=run_metadata)
+
+        run_with_loops.__doc__ = run.__doc__
+        sess.run = run_with_loops
+        sess._npurun_loop_fetches = True
+
+
+def _elements(fetches, graph, found: list):
+    """Collect the tensors and ops of a fetch structure (lists, tuples, dicts, single elements)."""
+    if isinstance(fetches, dict):
+        for value in fetches.values():
+            _elements(value, graph, found)
+    elif isinstance(fetches, (list, tuple)):
+        for value in fetches:
+            _elements(value, graph, found)
+    else:
+        try:
+            element = graph.as_graph_element(fetches, allow_tensor=True, allow_operation=True)
+        except (TypeError, ValueError, KeyError):
+            return
+        if element not in found:
+            found.append(element)
+
+
+def _replace(fetches, graph, mapping: dict):
+    if isinstance(fetches, dict):
+        return type(fetches)((k, _replace(v, graph, mapping)) for k, v in fetches.items())
+    if isinstance(fetches, (list, tuple)):
+        values = [_replace(v, graph, mapping) for v in fetches]
+        return type(fetches)(*values) if hasattr(fetches, "_fields") else type(fetches)(values)
+    try:
+        element = graph.as_graph_element(fetches, allow_tensor=True, allow_operation=True)
+    except (TypeError, ValueError, KeyError):
+        return fetches
+    return mapping.get(element, fetches)
+
+
+def _fetches_for_loops(graph, fetches):
+    """`fetches` with a loop op and the other elements next to it replaced by a loop variant's values."""
+    loops = _LOOPS.get(graph)
+    if not loops:
+        return fetches
+    found: list = []
+    _elements(fetches, graph, found)
+    present = [e for e in found if e in loops]
+    others = [e for e in found if e not in loops]
+    if len(present) != 1 or not others:
+        return fetches
+    loop = present[0]
+    variant, values = loops[loop].variant(others)
+    mapping = dict(zip(others, values))
+    mapping[loop] = variant
+    return _replace(fetches, graph, mapping)
 
 
 class IterationPerLoop:
@@ -78,7 +170,10 @@ class IterationPerLoop:
             self._variable = _v1.get_variable(ITERATIONS_VARIABLE, [], tf.int64, initializer=_v1.ones_initializer(),
                                               trainable=False, collections=[_v1.GraphKeys.LOCAL_VARIABLES],
                                               use_resource=True)
-            return repeat(train_op, self._variable.read_value())
+            self._loop = repeat(train_op, self._variable.read_value())
+            self._train_op = train_op
+            _register_loop(self._loop, train_op, self._variable, None)
+            return self._loop
 
     def load_iteration_per_loop_var(self, sess, iterations_per_loop: int) -> None:
         """Set the iteration count used by the next runs (initialising the count if needed)."""
@@ -86,7 +181,9 @@ class IterationPerLoop:
             raise ValueError("IterationPerLoop: call create_iteration_per_loop_var(train_op) first")
         iterations = _check_iterations(iterations_per_loop)
         _check_session_agrees(sess, iterations)
-        self._variable.load(iterations, sess)
+        with sess.graph.as_default():  # Variable.load builds its assignment in the default graph
+            self._variable.load(iterations, sess)
+        _register_loop(self._loop, self._train_op, self._variable, sess)  # sess now rewrites fetches next to it
 
 
 class NPUSession(_v1.Session):

@@ -8,6 +8,7 @@ import pytest
 
 import npurun.compat as compat
 from npurun.compat import aliases
+from npurun.compat import finder as finder_module
 from npurun.compat.aliases import AdapterAPIError
 
 
@@ -79,15 +80,15 @@ def test_unsupported_name_raises_naming_itself_on_every_use(active):
 
 
 def test_unsupported_and_unknown_modules_raise_on_import(active):
-    with pytest.raises(AdapterAPIError, match=r"npu_bridge\.estimator\.npu\.npu_rnn is not supported by npurun: "
-                                               r"NPU fused RNN kernels"):
-        import npu_bridge.estimator.npu.npu_rnn  # noqa: F401
-    with pytest.raises(ImportError, match=r"npu_bridge\.estimator\.npu\.npu_plugin is not provided by npurun's "
+    with pytest.raises(AdapterAPIError, match=r"npu_bridge\.estimator\.npu\.npu_strategy is not supported by "
+                                               r"npurun: the NPU tf\.distribute strategy"):
+        import npu_bridge.estimator.npu.npu_strategy  # noqa: F401
+    with pytest.raises(ImportError, match=r"npu_bridge\.estimator\.npu\.npu_callbacks is not provided by npurun's "
                                           r"compatibility layer"):
-        import npu_bridge.estimator.npu.npu_plugin  # noqa: F401
+        import npu_bridge.estimator.npu.npu_callbacks  # noqa: F401
     import npu_bridge.estimator.npu as npu
-    with pytest.raises(AdapterAPIError, match="npu_rnn"):
-        npu.npu_rnn.DynamicRNN  # the attribute of the package is a placeholder
+    with pytest.raises(AdapterAPIError, match="npu_strategy"):
+        npu.npu_strategy.NPUStrategy  # the attribute of the package is a placeholder
 
 
 def test_unknown_attribute_is_an_attribute_error_naming_it(active):
@@ -125,7 +126,15 @@ def test_star_import_binds_every_name_without_raising(active):
     namespace = {}
     exec("from npu_bridge.npu_init import *", namespace)
     assert set(aliases.NPU_INIT) <= set(namespace)
-    assert "tf" not in namespace and "os" not in namespace  # the script's own `tf` must survive the star import
+    # npu_init re-exports the modules it imports: `os`, and `tf` with TensorFlow 1's API (as on Ascend,
+    # so a script's `import tensorflow.compat.v1 as tf` before the star import keeps working).
+    import os
+    assert namespace["os"] is os
+    assert callable(namespace["tf"].placeholder) and callable(namespace["tf"].Session)
+    for name in ("npu_tf_optimizer", "npu_distributed_optimizer_wrapper", "npu_keras_optimizer", "NpuEmptyHook",
+                 "npu_hooks_append", "npu_run_config_init", "npu_session_config_init", "npu_config_proto",
+                 "get_npu_local_rank_size", "experimental_options", "npu_unary_ops", "session_run_hook"):
+        assert not finder_module.is_placeholder(namespace[name]), name
     with pytest.raises(AdapterAPIError, match="set_keras_session_npu_config is not supported"):
         namespace["set_keras_session_npu_config"]()
 

@@ -62,3 +62,31 @@ def test_system_ops_are_no_ops():
         init, shutdown = initialize_system(), shutdown_system()
         assert init.type == "NoOp" and shutdown.type == "NoOp" and init.name == "NPUInit"
         _run([init, shutdown])
+
+
+def test_gelu_is_the_tanh_approximation_and_gelu_grad_its_derivative():
+    from npurun.compat.npu_ops import gelu, gelu_grad
+
+    xs = np.linspace(-6, 6, 49).astype(np.float32)
+    expected = 0.5 * xs * (1 + np.tanh(np.sqrt(2 / np.pi) * (xs + 0.044715 * xs ** 3)))
+    with tf.Graph().as_default():
+        x = tf.constant(xs)
+        y = gelu(x)
+        autodiff, = tf.gradients(y, x)
+        values, auto, manual = _run((y, autodiff, gelu_grad(tf.ones_like(x), x, y)))
+    np.testing.assert_allclose(values, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(manual, auto, rtol=1e-4, atol=1e-6)
+    # central differences of the reference formula
+    step = 1e-3
+    f = lambda v: 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))  # noqa: E731
+    numeric = (f(xs.astype(np.float64) + step) - f(xs.astype(np.float64) - step)) / (2 * step)
+    np.testing.assert_allclose(manual, numeric, rtol=1e-3, atol=1e-4)
+
+
+def test_gelu_through_the_adapter_module_path(active):
+    from npu_bridge.estimator.npu_unary_ops import npu_unary_ops
+    from npu_bridge.npu_init import npu_unary_ops as from_init
+
+    assert from_init is npu_unary_ops
+    with tf.Graph().as_default():
+        assert _run(npu_unary_ops.gelu(tf.constant([0.0, 1.0])))[1] == pytest.approx(0.841192, abs=1e-5)

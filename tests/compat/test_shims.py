@@ -83,3 +83,76 @@ def test_graph_and_optimizer_options_are_returned_unchanged():
     options = config_pb2.GraphOptions(build_cost_model=3)
     assert shims.npu_graph_options(options) is options
     assert isinstance(shims.npu_optimizer_options(), config_pb2.OptimizerOptions)
+
+
+def test_npu_init_optimizer_helpers_and_plain_hooks():
+    with tf.Graph().as_default():
+        opt = v1.train.GradientDescentOptimizer(0.1)
+        wrapped = shims.npu_tf_optimizer(opt)
+        assert isinstance(wrapped, npurun.distribute.NPUDistributedOptimizer)
+        assert shims.npu_keras_optimizer(opt) is opt  # one rank: nothing to average
+        for name in ("NpuEmptyHook", "SetIterationsVarHook"):
+            assert issubclass(getattr(shims, name), v1.train.SessionRunHook)
+        with pytest.raises(ValueError, match="one of step or loss"):
+            shims.TellMeStepOrLossHook()
+        loss = tf.constant(1.0)
+        assert shims.set_graph_exec_config(loss, dynamic_input=True) is loss
+        with shims.graph_engine_scope("stage", 1):
+            inside = tf.constant(2.0)
+        with v1.Session() as sess:
+            assert sess.run(inside) == 2.0
+    assert shims.experimental_options["constant_folding"] == 1 and not shims.experimental_options[
+        "disable_model_pruning"]
+
+
+def test_npu_variable_scope_with_a_placement_runs_the_block_as_written(active):
+    import warnings
+
+    from npu_bridge.estimator.npu.npu_scope import NpuExecutePlacement, npu_variable_scope
+
+    with tf.Graph().as_default():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with npu_variable_scope(placement=NpuExecutePlacement.HOST):
+                w = v1.get_variable("w", initializer=tf.constant([3.0]))
+        assert any("accepted, no effect here" in str(c.message) for c in caught)
+        with v1.Session() as sess:
+            sess.run(w.initializer)
+            assert sess.run(w)[0] == 3.0
+
+
+class _SumCell:
+    """A minimal RNN cell (what static_rnn asks of one): state = tanh(state + x @ w)."""
+
+    state_size = output_size = 2
+
+    def __init__(self, w):
+        self.w = w
+
+    def zero_state(self, batch_size, dtype):
+        return tf.zeros([batch_size, 2], dtype)
+
+    def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
+        return self.zero_state(batch_size, dtype)
+
+    def __call__(self, x, state, scope=None):
+        new = tf.tanh(state + tf.matmul(x, self.w))
+        return new, new
+
+
+def test_npu_dynamic_rnn_is_the_cell_over_time_major_inputs():
+    import numpy as np
+
+    rng = np.random.RandomState(0)
+    inputs = rng.rand(5, 3, 4).astype(np.float32)  # [time, batch, features]
+    w = rng.rand(4, 2).astype(np.float32)
+    with tf.Graph().as_default():
+        outputs, state = shims.npu_dynamic_rnn(_SumCell(tf.constant(w)), tf.constant(inputs), dtype=tf.float32)
+        with v1.Session() as sess:
+            got, got_state = sess.run([outputs, state])
+    expected, h = [], np.zeros((3, 2), np.float32)
+    for x in inputs:
+        h = np.tanh(h + x @ w)
+        expected.append(h)
+    np.testing.assert_allclose(got, np.stack(expected), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_state, h, rtol=1e-5, atol=1e-6)

@@ -46,8 +46,8 @@ def test_tf_estimator_unsupported_and_unknown_names(active):
     with pytest.raises(compat.AdapterAPIError, match=r"tensorflow\.estimator\.DNNClassifier is not supported by "
                                                       r"npurun: premade"):
         tf.estimator.DNNClassifier(hidden_units=[10], feature_columns=[])
-    with pytest.raises(AttributeError, match=r"tensorflow\.estimator\.WarmStartSettings is not provided"):
-        tf.estimator.WarmStartSettings
+    with pytest.raises(AttributeError, match=r"tensorflow\.estimator\.NoSuchName is not provided"):
+        tf.estimator.NoSuchName
 
 
 def test_run_config_has_tf_signature_and_defaults():
@@ -61,9 +61,9 @@ def test_run_config_has_tf_signature_and_defaults():
     assert RunConfig(iterations_per_loop=5).iterations_per_loop == 5  # NPURunConfig's own options pass through
 
 
-def test_run_config_drops_what_npurunconfig_does_not_accept():
-    with pytest.warns(UserWarning, match=r"argument device_fn=.* is dropped: NPURunConfig does not accept it"):
-        RunConfig(device_fn=lambda op: "/cpu:0")
+def test_run_config_warns_about_what_has_no_effect():
+    with pytest.warns(UserWarning, match=r"argument protocol='grpc\+verbs' has no effect with npurun"):
+        assert RunConfig(protocol="grpc+verbs").protocol == "grpc+verbs"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         RunConfig(device_fn=None, protocol=None, session_creation_timeout_secs=7200)  # defaults: silent

@@ -15,9 +15,10 @@ X, Y = make_data()
 
 
 def expected_step_saves(start, end, every):
-    """The rule: the first step at or after each multiple of `every`, plus the last step."""
-    saves = [s for s in range(start + 1, end + 1) if s % every == 0]
-    return saves if saves and saves[-1] == end else saves + [end]
+    """The rule: the step training starts at (as tf.estimator), the first step at or after each
+    multiple of `every`, plus the last step."""
+    saves = [start] + [s for s in range(start + 1, end + 1) if s % every == 0]
+    return saves if saves[-1] == end else saves + [end]
 
 
 def test_steps_schedule_and_resume(make_config, model_dir):
@@ -72,8 +73,8 @@ def test_secs_schedule_with_a_controlled_clock(make_config, model_dir, monkeypat
     est = NPUEstimator(model_fn, model_dir=model_dir, config=make_config(save_checkpoints_secs=2.5,
                                                                          keep_checkpoint_max=0))
     est.train(input_fn_for(X, Y), steps=10, hooks=[AdvanceClock(clock, 1.0)])
-    # The rule: at each run, save if >= 2.5 s passed since the last save (or the start); and at the end.
-    expected, last = [], 0.0
+    # The rule: at the start; at each run, save if >= 2.5 s passed since the last save; and at the end.
+    expected, last = [0], 0.0
     for step in range(1, 11):
         if step * 1.0 - last >= 2.5:
             expected.append(step)
@@ -98,7 +99,7 @@ def test_secs_schedule_on_the_hot_path(make_config, model_dir):
     start = time.monotonic()
     est.train(slow_input, steps=40, saving_listeners=[Listener()])  # >= 40 * 0.04 s
     elapsed = time.monotonic() - start
-    intermediate = saves[:-1]
+    intermediate = [save for save in saves[:-1] if save[0] > 0]  # not training's start checkpoint
     assert saves[-1][0] == 40
     assert len(intermediate) >= 2 and len(intermediate) <= elapsed / 0.3
     times = [start] + [t for _, t in intermediate]
@@ -155,7 +156,8 @@ def test_saving_listeners_protocol_and_stop(make_config, model_dir):
 
     est = NPUEstimator(model_fn, model_dir=model_dir, config=make_config(save_checkpoints_steps=2))
     est.train(input_fn_for(X, Y), steps=10, saving_listeners=[Listener()])
-    assert calls == ["begin", ("before", 2), ("after", 2), ("before", 4), ("after", 4), ("end", 4)]
+    assert calls == ["begin", ("before", 0), ("after", 0), ("before", 2), ("after", 2), ("before", 4), ("after", 4),
+                     ("end", 4)]  # the first save is the state training starts from, as in tf.estimator
     assert est.get_variable_value("global_step") == 4
 
 
@@ -183,9 +185,9 @@ def test_restore_falls_back_from_a_broken_newest_checkpoint(make_config, model_d
     with caplog.at_level(logging.WARNING, logger="npurun"):
         est.train(input_fn_for(X, Y), steps=1)
     assert any("model.ckpt-6" in r.getMessage() for r in caplog.records)
-    # Training resumed from step 3. The damaged files stay as they are (a read error may be
+    # Training resumed from step 3 (step 0: the start-of-training checkpoint). The damaged files stay as they are (a read error may be
     # transient), and every reader skips them with a warning naming them.
-    assert checkpoint_steps(model_dir) == [3, 4, 6]
+    assert checkpoint_steps(model_dir) == [0, 3, 4, 6]
     assert not glob.glob(os.path.join(model_dir, "*.unreadable"))
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="npurun"):

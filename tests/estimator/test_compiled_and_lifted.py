@@ -1,5 +1,6 @@
 """Whole-step XLA compilation in NPUEstimator.train, and what leaves a loop or compiled step:
 model_fn's summaries (lifted to the host) and hook fetches of its tensors."""
+import os
 import warnings
 
 import numpy as np
@@ -153,17 +154,19 @@ def test_model_fn_summaries_are_written_where_they_cannot_run(make_config, model
     assert histograms["w2_values"] == wanted
 
 
-def _histogram_sums(model_dir, tag):
+def _histogram_sums_of_squares(model_dir, tag):
+    # Not the plain sum: softmax cross-entropy's gradient sums to zero over the classes, so the sum
+    # of the output weights only moves by rounding from one step to the next.
     acc = event_accumulator.EventAccumulator(model_dir, size_guidance={"histograms": 0})
     acc.Reload()
-    return [e.histogram_value.sum for e in acc.Histograms(tag)]
+    return [e.histogram_value.sum_squares for e in acc.Histograms(tag)]
 
 
 @pytest.mark.parametrize("mode", [dict(iterations_per_loop=5), dict(jit_compile="true", iterations_per_loop=5)],
                          ids=["loop", "compiled-loop"])
 def test_summaries_of_variables_show_each_steps_value(make_config, model_dir, mode):
     _train(make_config, model_dir, 5, save_summary_steps=1, **mode)
-    sums = _histogram_sums(model_dir, "w2_values")
+    sums = _histogram_sums_of_squares(model_dir, "w2_values")
     assert len(sums) == 5 and len(set(sums)) == 5, "each step of the loop wrote the weights it saw"
 
 
@@ -239,7 +242,8 @@ def test_hook_fetching_another_inner_tensor_is_a_clear_error(make_config, model_
     params = {"hooks": [LogitsFetchHook]}
     with pytest.raises(ValueError, match="LogitsFetchHook fetches .*MatMul_1.* built inside the"):
         _train(make_config, model_dir, 8, params=params, **mode)
-    assert tf.train.latest_checkpoint(model_dir) is None
+    # Nothing trained: at most the checkpoint of the start state (written before the first run, as tf.estimator).
+    assert tf.train.latest_checkpoint(model_dir) in (None, os.path.join(model_dir, "model.ckpt-0"))
 
 
 def test_hook_holding_an_inner_tensor_without_fetching_it_is_fine(make_config, model_dir):
@@ -279,7 +283,8 @@ def test_xla_failing_at_run_time_names_the_op_and_where_it_was_built(make_config
     assert "compile-time constant" in message
     assert "op: range, created at " + __file__ in message and "in dynamic_range_model_fn" in message
     assert "mix_compile_mode=True" in message
-    assert tf.train.latest_checkpoint(model_dir) is None
+    # Nothing trained: only the checkpoint of the start state (written before the first run, as tf.estimator).
+    assert tf.train.latest_checkpoint(model_dir) == os.path.join(model_dir, "model.ckpt-0")
 
 
 def test_mixed_mode_trains_what_whole_mode_cannot_compile(make_config, model_dir):

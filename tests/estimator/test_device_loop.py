@@ -79,7 +79,8 @@ def test_global_step_checkpoints_logs_and_summaries_in_loop_mode(make_config, tm
                      save_summary_steps=5, log_step_count_steps=20, params={"host_call": True})
     assert est.get_variable_value("global_step") == 70
     saves = _boundary_rule(0, 70, 7, 10)
-    assert checkpoint_steps(loop_dir) == saves + ([70] if saves[-1] != 70 else [])
+    # the start state (as tf.estimator), the boundary rule, the end
+    assert checkpoint_steps(loop_dir) == [0] + saves + ([70] if saves[-1] != 70 else [])
     logged = [int(m.group(1)) for r in caplog.records
               for m in [re.search(r"mean of the last 7 steps .*step = (\d+)", r.getMessage())] if m]
     assert logged == _boundary_rule(0, 70, 7, 20)

@@ -1,4 +1,5 @@
 """evaluate() against a numpy hand computation, predict(), and the exported SavedModel."""
+import logging
 import os
 
 import numpy as np
@@ -65,10 +66,15 @@ def test_evaluation_summaries_go_to_eval_dirs(trained):
             assert scalars[key] == [(20, pytest.approx(float(results[key])))]
 
 
-def test_evaluate_needs_a_checkpoint(make_config, model_dir):
-    est = NPUEstimator(model_fn, model_dir=model_dir, config=make_config())
-    with pytest.raises(ValueError, match="checkpoint"):
-        est.evaluate(input_fn_for(X, Y, repeat=False))
+def test_evaluate_without_a_checkpoint_uses_fresh_variables(make_config, model_dir, caplog):
+    # As tf.estimator (TF 2.15's Estimator does the same): a warning, then initialised variables at step 0.
+    est = NPUEstimator(model_fn, model_dir=model_dir, config=make_config(tf_random_seed=3))
+    with caplog.at_level(logging.WARNING, logger="npurun"):
+        result = est.evaluate(input_fn_for(X, Y, repeat=False))
+    assert result["global_step"] == 0
+    assert any("Could not find trained model" in r.getMessage() for r in caplog.records)
+    fresh = NPUEstimator(model_fn, model_dir=model_dir + "_b", config=make_config(tf_random_seed=3))
+    assert fresh.evaluate(input_fn_for(X, Y, repeat=False))["loss"] == pytest.approx(result["loss"])
 
 
 def test_evaluate_a_given_checkpoint(make_config, model_dir):

@@ -39,8 +39,8 @@ def _input():
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """A model_dir with checkpoints at steps 5, 10, 15, 20 (each with the input position), and the
-    weights of each."""
+    """A model_dir with checkpoints at steps 0 (training's start), 5, 10, 15, 20 (each with the input
+    position), and the weights of each."""
     model_dir = str(tmp_path_factory.mktemp("trained") / "model")
     est = NPUEstimator(model_fn, model_dir=model_dir, config=_config())
     est.train(_input(), max_steps=STEPS)
@@ -173,14 +173,14 @@ def test_a_failed_save_is_an_error_not_a_downgrade_to_variables_only(tmp_path, m
 
     def flaky_save(self, sess, *args, **kwargs):
         calls.append(self)
-        if len(calls) == 2:
+        if len(calls) == 3:  # steps 0 and 5 saved
             raise tf.errors.UnknownError(None, None, "injected: write failed")
         return real_save(self, sess, *args, **kwargs)
     monkeypatch.setattr(v1.train.Saver, "save", flaky_save)
     est = NPUEstimator(model_fn, model_dir=model_dir, config=_config())
     with pytest.raises(checkpoints.CheckpointSaveError, match=r"model.ckpt-10.*injected.*model.ckpt-5"):
         est.train(_input(), steps=20)
-    assert checkpoint_steps(model_dir) == [5]
+    assert checkpoint_steps(model_dir) == [0, 5]
     assert "IteratorV2:0_STATE" in tf.train.load_checkpoint(os.path.join(model_dir, "model.ckpt-5")) \
         .get_variable_to_dtype_map()
     assert not glob.glob(os.path.join(model_dir, "*tempstate*"))
@@ -197,7 +197,7 @@ def test_an_input_that_cannot_be_saved_is_decided_once_with_a_warning(tmp_path, 
     with caplog.at_level(logging.WARNING, logger="npurun"):
         est.train(generator_input, steps=12)
     assert len(_warnings_about(caplog, "will not hold the input pipeline's position")) == 1
-    assert checkpoint_steps(est.model_dir) == [5, 10, 12]
+    assert checkpoint_steps(est.model_dir) == [0, 5, 10, 12]
 
 
 def _nan_after(step_limit):
@@ -219,7 +219,7 @@ def test_nan_weights_never_replace_the_last_good_checkpoint(tmp_path):
     est = NPUEstimator(_nan_after(7), model_dir=model_dir, config=_config())
     with pytest.raises(checkpoints.NonFiniteVariableError, match=r"drift.*global step 10.*model.ckpt-5"):
         est.train(_input(), steps=20)
-    assert checkpoint_steps(model_dir) == [5]
+    assert checkpoint_steps(model_dir) == [0, 5]
     assert os.path.basename(tf.train.latest_checkpoint(model_dir)) == "model.ckpt-5"
 
 
@@ -306,18 +306,20 @@ def test_a_full_disk_is_one_clear_error_and_the_newest_complete_checkpoint_stays
     with pytest.raises(checkpoints.DiskFullError) as error:
         est.train(_input(), steps=200)
     message = str(error.value)
-    newest = checkpoint_steps(model_dir)[-1]
-    assert re.search(rf"Not enough space to save model.ckpt-{newest + SAVE_EVERY} in {re.escape(model_dir)}: "
-                     rf"about [1-9]\d* bytes needed, \d+ bytes free", message), message
-    assert f"model.ckpt-{newest} (in {model_dir}) is complete and named in the state file" in message
+    failed = re.search(rf"Not enough space to save model.ckpt-(\d+) in {re.escape(model_dir)}: "
+                       rf"about [1-9]\d* bytes needed, \d+ bytes free", message)
+    assert failed, message
+    named = int(failed.group(1)) - SAVE_EVERY  # the save that failed may be the data or the state file
+    assert f"model.ckpt-{named} (in {model_dir}) is complete and named in the state file" in message
     assert "keep_checkpoint_max=N needs room for N+1" in message and "\n" not in message
     state = tf.train.get_checkpoint_state(model_dir)
-    assert os.path.basename(state.model_checkpoint_path) == f"model.ckpt-{newest}"
+    assert os.path.basename(state.model_checkpoint_path) == f"model.ckpt-{named}"
     for path in state.all_model_checkpoint_paths:
         assert checkpoints.is_readable(path)
     assert not glob.glob(os.path.join(model_dir, "*tempstate*")) and not glob.glob(os.path.join(model_dir, "*.tmp*"))
     # Once there is room again, training resumes from that checkpoint.
     monkeypatch.undo()
+    newest = checkpoint_steps(model_dir)[-1]
     for step in checkpoint_steps(model_dir)[:-1]:
         for name in glob.glob(os.path.join(model_dir, f"model.ckpt-{step}.*")):
             os.remove(name)

@@ -59,3 +59,33 @@ def onednn(request, _onednn_module_run) -> bool:
     if outcome != "passed":
         pytest.fail(f"{request.node.name} in the oneDNN child process: {outcome}\n--- child output ---\n{output}")
     return True
+
+
+# ---- the machine policy: features fixture and the forcing switch ----------------------------------------
+
+@pytest.fixture
+def cpu_features(monkeypatch):
+    """Pretend this CPU has the given features: `cpu_features(amx_bf16=True)`; `cpu_features()` for none.
+
+    Also forgets which fallback warnings were given, so each test sees its own first warning.
+    """
+    from npurun.precision import policy
+
+    monkeypatch.setattr(policy, "_warned", set())
+    monkeypatch.delenv(policy.FORCE_ENV, raising=False)
+
+    def pretend(**flags):
+        features = policy.CpuFeatures(**flags)
+        monkeypatch.setattr(policy, "cpu_features", lambda: features)
+        return features
+
+    pretend()
+    return pretend
+
+
+@pytest.fixture
+def force_low_precision(monkeypatch, cpu_features):
+    """NPURUN_FORCE_LOW_PRECISION=1 on a CPU without bf16/fp16 hardware: the real low-precision graph."""
+    from npurun.precision import policy
+
+    monkeypatch.setenv(policy.FORCE_ENV, "1")

@@ -1,7 +1,9 @@
 """allow_mix_precision_bf16 (grappler's oneDNN bf16 pass) observed in the executed graph.
 
 These tests need TensorFlow's oneDNN; the `onednn` fixture runs this module in a child process
-with TF_ENABLE_ONEDNN_OPTS=1 when it is off here (see conftest.py).
+with TF_ENABLE_ONEDNN_OPTS=1 when it is off here (see conftest.py). They check bf16 numerics, so
+they force the real bf16 graph (`force_low_precision`: NPURUN_FORCE_LOW_PRECISION=1), except the
+one that pretends the CPU has AMX, where the default policy lowers by itself.
 """
 import os
 import warnings
@@ -23,16 +25,21 @@ def config(**options):
         return NPURunConfig(**options)
 
 
-def test_matmul_computes_in_bf16(onednn):
+@pytest.mark.parametrize("machine", ["forced", "amx_bf16"])
+def test_matmul_computes_in_bf16(onednn, machine, request, cpu_features):
     if onednn:
         return
+    if machine == "forced":
+        request.getfixturevalue("force_low_precision")
+    else:
+        cpu_features(avx512_bf16=True, amx_bf16=True)
     nodes = executed_nodes(config(precision_mode=BF16))
     assert dtypes_of(nodes, "MatMul") == {"bfloat16"}  # forward and gradient MatMuls
     assert dtypes_of(nodes, "Softmax") == {"bfloat16"}  # infer list, follows a lowered op
     assert dtypes_of(nodes, "Exp") == {"float32"}  # deny list
 
 
-def test_black_list_addition_stays_float32(onednn, tmp_path):
+def test_black_list_addition_stays_float32(onednn, tmp_path, force_low_precision):
     if onednn:
         return
     mixlist = write(tmp_path, "ops_info.json", {"black-list": {"to-add": ["Matmul"]}})
@@ -40,7 +47,7 @@ def test_black_list_addition_stays_float32(onednn, tmp_path):
     assert dtypes_of(nodes, "MatMul") == {"float32"}
 
 
-def test_white_list_addition_lowers_an_op_that_was_not_lowered(onednn, tmp_path):
+def test_white_list_addition_lowers_an_op_that_was_not_lowered(onednn, tmp_path, force_low_precision):
     if onednn:
         return
     assert dtypes_of(executed_nodes(config(precision_mode=BF16)), "Exp") == {"float32"}
@@ -48,7 +55,7 @@ def test_white_list_addition_lowers_an_op_that_was_not_lowered(onednn, tmp_path)
     assert dtypes_of(executed_nodes(config(precision_mode=BF16, modify_mixlist=mixlist)), "Exp") == {"bfloat16"}
 
 
-def test_high_precision_op_type_stays_float32(onednn, tmp_path):
+def test_high_precision_op_type_stays_float32(onednn, tmp_path, force_low_precision):
     if onednn:
         return
     nodes = executed_nodes(config(precision_mode=BF16, op_select_implmode="high_precision",
@@ -63,7 +70,7 @@ def test_high_precision_op_type_stays_float32(onednn, tmp_path):
     assert dtypes_of(nodes, "Softmax") == {"float32"}  # it follows the float32 MatMul now
 
 
-def test_two_configs_with_different_lists_in_one_process(onednn, tmp_path):
+def test_two_configs_with_different_lists_in_one_process(onednn, tmp_path, force_low_precision):
     if onednn:
         return
     black = config(precision_mode=BF16,
@@ -87,7 +94,7 @@ def test_bfloat16_defaults_match_tensorflow(onednn, tmp_path):
 
 
 @pytest.mark.slow
-def test_example_reaches_float32_accuracy_in_bf16(onednn, tmp_path):
+def test_example_reaches_float32_accuracy_in_bf16(onednn, tmp_path, force_low_precision):
     if onednn:
         return
     from npurun.example import run_example

@@ -129,7 +129,11 @@ _OPS = "npurun.compat.npu_ops"
 _NO_NPU_SYSTEM = ("there is no NPU system to open or close on a CPU/GPU; the op it returns is a no-op")
 _NOT_KERAS3 = ("TF 2.21 ships Keras 3, which has no TF1 backend session or OptimizerV2 hooks to patch; "
                "use NPUEstimator, or tf.compat.v1 optimizers with npu_distributed_optimizer_wrapper")
-_NPU_KERNEL = ("a fused Ascend kernel with no CPU/GPU kernel here; write it with TensorFlow ops")
+_NPU_KERNEL = ("a fused Ascend kernel with no CPU/GPU kernel here; the adapter publishes only its signature, not "
+               "its exact computation, so a rewrite could differ silently: write it with TensorFlow ops")
+_GRAPH_ENGINE = ("the attributes it sets are read only by the Ascend graph engine; results are the same without "
+                 "them, so the block runs as written")
+_KERNEL_LIBRARY = "Ascend AI CPU / custom kernels of the adapter with no CPU/GPU implementation here"
 _P2P = ("point-to-point and remote-memory HCCL operations between NPU devices have no counterpart in "
         "npurun's collectives (allreduce, broadcast, allgather, reduce_scatter, reduce)")
 
@@ -140,8 +144,14 @@ NPU_CONFIG = {
     "DynamicInputConfig": Unsupported(
         "it feeds the dynamic_input_config option, which the product document marks as not supported; "
         "use NPURunConfig(dynamic_input=..., dynamic_graph_execute_mode=..., dynamic_inputs_shape_range=...)"),
-    "NpuExecutePlacement": Unsupported(
-        "host/device placement of variables is an Ascend graph-engine decision with no CPU/GPU counterpart"),
+    "NpuExecutePlacement": Mapped(f"{_SHIMS}:NpuExecutePlacement",
+                                  "the enum of placements npu_variable_scope takes (accepted there with no effect)"),
+    "MemoryConfig": NoEffect(f"{_SHIMS}:MemoryConfig",
+                             "NPU memory policies (atomic clean, static memory, 1G huge pages) have no CPU/GPU "
+                             "counterpart; NPURunConfig takes no memory_config"),
+    "decorator_tf_session": NoEffect(f"{_SHIMS}:decorator_tf_session",
+                                     "it adds the adapter's default NPU session config; here tf.compat.v1.Session "
+                                     "reads NpuOptimizer entries itself, so the function is returned unchanged"),
 }
 NPU_ESTIMATOR = {
     "NPUEstimator": Mapped(f"{_EST}:NPUEstimator"),
@@ -155,7 +165,9 @@ NPU_OPTIMIZER = {
                         "allreduce(tensor, average=True): sum over ranks with npurun.distribute.allreduce, "
                         "divided by get_rank_size() when average"),
     "npu_allreduce": Mapped(f"{_DIST}:npu_allreduce"),
-    "KerasDistributeOptimizer": Unsupported(_NOT_KERAS3),
+    "KerasDistributeOptimizer": Mapped(f"{_SHIMS}:npu_keras_optimizer",
+                                       "one rank: the optimizer itself; several: tf.compat.v1 optimizers get "
+                                       "NPUDistributedOptimizer, a Keras 3 optimizer raises AdapterAPIError"),
 }
 NPU_LOSS_SCALE_OPTIMIZER = {
     "NPULossScaleOptimizer": Mapped(f"{_PREC}:NPULossScaleOptimizer"),
@@ -171,6 +183,12 @@ NPU_HOOK = {
                                      "the adapter's subclass only adds a log line"),
     "NPUOutputTensorHook": Mapped(f"{_SHIMS}:NPUOutputTensorHook",
                                   "collects the tensors every step and calls output_fn every N steps and at the end"),
+    "SetIterationsVarHook": NoEffect(f"{_SHIMS}:SetIterationsVarHook",
+                                     "it loads the Ascend device loop's iteration variables; here the loop count "
+                                     "comes from iterations_per_loop / util.set_iteration_per_loop"),
+    "TellMeStepOrLossHook": NoEffect(f"{_SHIMS}:TellMeStepOrLossHook",
+                                     "it reports step/loss to the Ascend runtime's inner checks, which do not exist "
+                                     "here"),
 }
 UTIL = {
     "set_iteration_per_loop": Mapped("npurun.util:set_iteration_per_loop"),
@@ -181,9 +199,10 @@ UTIL = {
     "global_dict_init": Mapped(f"{_SHIMS}:global_dict_init"),
     "set_value": Mapped(f"{_SHIMS}:set_value"),
     "get_value": Mapped(f"{_SHIMS}:get_value"),
-    "set_graph_exec_config": Unsupported(
-        "per-fetch dynamic-shape attributes are read by the Ascend graph engine; set dynamic_input, "
-        "dynamic_graph_execute_mode and dynamic_inputs_shape_range on NPURunConfig instead"),
+    "set_graph_exec_config": NoEffect(
+        f"{_SHIMS}:set_graph_exec_config",
+        "returns the fetch unchanged: its dynamic-shape attributes are read only by the Ascend graph engine (set "
+        "dynamic_input, dynamic_graph_execute_mode and dynamic_inputs_shape_range on NPURunConfig instead)"),
 }
 NPU_OPS = {
     "dropout": Mapped(f"{_OPS}:dropout", "inverted dropout with keep_prob (tf.nn.dropout semantics)"),
@@ -234,39 +253,74 @@ HCCL_SPLIT_API = {
     "set_split_strategy_by_idx": NoEffect(f"{_SHIMS}:set_split_strategy_by_idx", _SPLIT_WHY),
     "set_split_strategy_by_size": NoEffect(f"{_SHIMS}:set_split_strategy_by_size", _SPLIT_WHY),
 }
-_SCOPE_PLACEMENT = "an Ascend graph-engine placement attribute with no CPU/GPU counterpart"
 NPU_SCOPE = {
     "without_npu_compile_scope": NoEffect(
         f"{_SHIMS}:without_npu_compile_scope",
         "nothing is compiled for an NPU here, so there is nothing to keep out; the block runs as written"),
     "keep_dtype_scope": Unsupported("npurun.precision has no per-scope keep-dtype; keep op types in fp32 "
                                     "with NPURunConfig(modify_mixlist=...) instead"),
-    "npu_variable_scope": Unsupported(_SCOPE_PLACEMENT),
-    "npu_stage_scope": Unsupported(_SCOPE_PLACEMENT),
-    "npu_mem_type_scope": Unsupported(_SCOPE_PLACEMENT),
-    "npu_weight_prefetch_scope": Unsupported(_SCOPE_PLACEMENT),
-    "op_specified_engine_scope": Unsupported(_SCOPE_PLACEMENT),
+    "NpuExecutePlacement": Mapped(f"{_SHIMS}:NpuExecutePlacement"),
+    **{scope: NoEffect(f"{_SHIMS}:graph_engine_scope", _GRAPH_ENGINE) for scope in (
+        "npu_variable_scope", "npu_stage_scope", "npu_mem_type_scope", "npu_weight_prefetch_scope",
+        "op_specified_engine_scope", "npu_qos_label_scope", "subgraph_multi_dims_scope", "npu_optimizer_scope",
+        "disable_autofuse", "limit_core_num_scope")},
+}
+NPU_RNN = {
+    "npu_dynamic_rnn": Mapped(f"{_SHIMS}:npu_dynamic_rnn",
+                              "the cell over time-major inputs, unrolled with tf.compat.v1.nn.static_rnn (as the "
+                              "adapter does)"),
 }
 _UNSUPPORTED_MODULES = {
-    "npu_rnn": Unsupported("NPU fused RNN kernels (DynamicRNN/DynamicGRU); use tf.compat.v1.nn.dynamic_rnn"),
     "keras_to_npu": Unsupported(_NOT_KERAS3),
     "npu_strategy": Unsupported("the NPU tf.distribute strategy; npurun distributes through NPUEstimator "
                                 "and npurun.distribute"),
-    "npu_unary_ops": Unsupported(_NPU_KERNEL),
+}
+NPU_UNARY_OPS = {
+    "gelu": Mapped(f"{_OPS}:gelu", "tanh approximation, written with TensorFlow ops (TensorFlow differentiates it)"),
+    "gelu_grad": Mapped(f"{_OPS}:gelu_grad"),
+}
+NPU_PLUGIN = {
+    "npu_resource_init": NoEffect(f"{_SHIMS}:npu_resource_init", "there is no NPU device to open on a CPU/GPU"),
+    "npu_resource_shutdown": NoEffect(f"{_SHIMS}:npu_resource_shutdown", "there are no NPU resources to release"),
+    "npu_close": NoEffect(f"{_SHIMS}:npu_close", "there are no NPU resources to release"),
+    **{name: Unsupported("RDMA pools and shared device memory of Ascend hosts have no CPU/GPU counterpart")
+       for name in ("init_rdma_pool", "rdma_remote_register", "rdma_remote_init", "get_var_addr_and_size",
+                    "malloc_shared_memory", "get_rdma_cache")},
+    "set_device_sat_mode": Unsupported("the NPU's saturation mode for float overflow has no CPU/GPU counterpart"),
 }
 
+# What `from npu_bridge.npu_init import *` brings in: every public name of the adapter's npu_init
+# (it has no __all__), over its versions, including the modules it imports (`os`, `tf`, ...).
 NPU_INIT = {
-    **{n: NPU_CONFIG[n] for n in ("NPURunConfig", "ProfilingConfig", "DumpConfig", "DynamicInputConfig")},
+    "os": Mapped("os", "the standard library module (npu_init imports it)"),
+    "tf": Mapped(f"{_SHIMS}:script_tensorflow",
+                 "the `tensorflow` module a script imports, looked up when first read: TensorFlow 1's API as on "
+                 "Ascend (npurun's TF1 world when it is on, else tf.compat.v1)"),
+    **{n: NPU_CONFIG[n] for n in ("NPURunConfig", "ProfilingConfig", "MemoryConfig", "DumpConfig",
+                                  "DynamicInputConfig", "decorator_tf_session")},
     **NPU_ESTIMATOR,
-    **{n: NPU_OPTIMIZER[n] for n in ("NPUDistributedOptimizer", "NPUOptimizer", "KerasDistributeOptimizer")},
-    **{n: NPU_HOOK[n] for n in ("NPUCheckpointSaverHook", "NPUOutputTensorHook", "NPUBroadcastGlobalVariablesHook")},
+    **{n: NPU_HOOK[n] for n in ("NPUCheckpointSaverHook", "NPUOutputTensorHook", "NPUBroadcastGlobalVariablesHook",
+                                "SetIterationsVarHook", "TellMeStepOrLossHook")},
+    **{n: NPU_OPTIMIZER[n] for n in ("NPUDistributedOptimizer", "KerasDistributeOptimizer",
+                                     "npu_distributed_optimizer_wrapper", "NPUOptimizer", "npu_allreduce")},
     **NPU_LOSS_SCALE_OPTIMIZER,
     **NPU_LOSS_SCALE_MANAGER,
+    "NPUBroadcastGlobalVariablesCallback": Unsupported(_NOT_KERAS3),
     "npu_ops": Mapped("npu_bridge.estimator.npu_ops"),
     "util": Mapped("npu_bridge.estimator.npu.util"),
     "npu_scope": Mapped("npu_bridge.estimator.npu.npu_scope"),
+    "npu_plugin": Mapped("npu_bridge.estimator.npu.npu_plugin"),
+    "npu_rnn": Mapped("npu_bridge.estimator.npu.npu_rnn"),
+    "npu_unary_ops": Mapped("npu_bridge.estimator.npu_unary_ops.npu_unary_ops"),
     "hccl_ops": Mapped("npu_bridge.hccl.hccl_ops"),
     **_UNSUPPORTED_MODULES,
+    "profiler": Unsupported("the CANN profiler; use ProfilingConfig (NPURunConfig(profiling_config=...))"),
+    "npu_cpu_ops": Unsupported(_KERNEL_LIBRARY),
+    "scoped_graph_manager": Unsupported("scoped graphs of the Ascend graph engine have no CPU/GPU counterpart"),
+    "session_run_hook": Mapped("tensorflow.python.training.session_run_hook"),
+    "backend": Unsupported(_NOT_KERAS3),
+    "experimental_options": Mapped(f"{_SHIMS}:experimental_options",
+                                   "the adapter's dict of Grappler passes it keeps on"),
     "config_pb2": Mapped("tensorflow.core.protobuf.config_pb2"),
     "rewriter_config_pb2": Mapped("tensorflow.core.protobuf.rewriter_config_pb2"),
     "RewriterConfig": Mapped("tensorflow.core.protobuf.rewriter_config_pb2:RewriterConfig",
@@ -285,6 +339,13 @@ NPU_INIT = {
                                   "the run config (tf.estimator.RunConfig() if none) with that session config"),
     "npu_hooks_append": Mapped(f"{_SHIMS}:npu_hooks_append",
                                "appends NPUBroadcastGlobalVariablesHook(0, RANK_ID)"),
+    "npu_callbacks_append": Unsupported(_NOT_KERAS3),
+    "npu_clear_session": Unsupported(_NOT_KERAS3),
+    "NpuEmptyHook": Mapped(f"{_SHIMS}:NpuEmptyHook", "a SessionRunHook that does nothing"),
+    "npu_tf_optimizer": Mapped(f"{_SHIMS}:npu_tf_optimizer", "NPUDistributedOptimizer(opt)"),
+    "npu_keras_optimizer": Mapped(f"{_SHIMS}:npu_keras_optimizer",
+                                  "one rank: the optimizer itself; several: tf.compat.v1 optimizers get "
+                                  "NPUDistributedOptimizer, a Keras 3 optimizer raises AdapterAPIError"),
     "npu_graph_options": NoEffect(f"{_SHIMS}:npu_graph_options",
                                   "it turns XLA off for the Ascend graph engine; here XLA follows NPURunConfig"),
     "npu_optimizer_options": NoEffect(f"{_SHIMS}:npu_optimizer_options",
@@ -297,6 +358,8 @@ NPU_INIT = {
     "get_npu_rank_id": Mapped(f"{_SHIMS}:get_npu_rank_id", "the rank id init_resource recorded (default 0)"),
     "get_npu_local_rank_id": Mapped(f"{_SHIMS}:get_npu_local_rank_id", "as recorded by init_resource (default 0)"),
     "get_npu_rank_size": Mapped(f"{_SHIMS}:get_npu_rank_size", "as recorded by init_resource (default 1)"),
+    "get_npu_local_rank_size": Mapped(f"{_SHIMS}:get_npu_local_rank_size",
+                                      "as recorded by init_resource (default 1)"),
 }
 
 
@@ -309,13 +372,15 @@ def _package(name: str, doc: str, *children: str, unsupported: Mapping[str, Entr
 MODULES: dict[str, AdapterModule] = {m.name: m for m in (
     _package("npu_bridge", "The adapter's top-level package.", "npu_init", "estimator", "hccl"),
     AdapterModule("npu_bridge.npu_init", "What `from npu_bridge.npu_init import *` brings in.", NPU_INIT),
-    _package("npu_bridge.estimator", "Estimator-side modules.", "npu", "npu_ops",
-             unsupported={"npu_unary_ops": _UNSUPPORTED_MODULES["npu_unary_ops"],
-                          "npu_aicore_ops": Unsupported(_NPU_KERNEL)}),
+    _package("npu_bridge.estimator", "Estimator-side modules.", "npu", "npu_ops", "npu_unary_ops",
+             unsupported={"npu_aicore_ops": Unsupported(_NPU_KERNEL)}),
+    _package("npu_bridge.estimator.npu_unary_ops", "The module of the adapter's unary ops.", "npu_unary_ops"),
+    AdapterModule("npu_bridge.estimator.npu_unary_ops.npu_unary_ops",
+                  "Unary ops (`from npu_bridge.estimator.npu_unary_ops import npu_unary_ops`).", NPU_UNARY_OPS),
     _package("npu_bridge.estimator.npu", "Run config, estimator, optimizers, hooks and helpers.",
              "npu_config", "npu_estimator", "npu_optimizer", "npu_loss_scale_optimizer", "npu_loss_scale_manager",
-             "npu_hook", "util", "npu_scope",
-             unsupported={k: _UNSUPPORTED_MODULES[k] for k in ("npu_rnn", "keras_to_npu", "npu_strategy")}),
+             "npu_hook", "util", "npu_scope", "npu_plugin", "npu_rnn",
+             unsupported={k: _UNSUPPORTED_MODULES[k] for k in ("keras_to_npu", "npu_strategy")}),
     AdapterModule("npu_bridge.estimator.npu.npu_config", "Run configuration.", NPU_CONFIG),
     AdapterModule("npu_bridge.estimator.npu.npu_estimator", "The estimator.", NPU_ESTIMATOR),
     AdapterModule("npu_bridge.estimator.npu.npu_optimizer", "Optimizer wrappers.", NPU_OPTIMIZER),
@@ -324,6 +389,8 @@ MODULES: dict[str, AdapterModule] = {m.name: m for m in (
     AdapterModule("npu_bridge.estimator.npu.npu_hook", "Session hooks.", NPU_HOOK),
     AdapterModule("npu_bridge.estimator.npu.util", "Loop sinking for sess.run scripts, and helpers.", UTIL),
     AdapterModule("npu_bridge.estimator.npu.npu_scope", "Graph scopes.", NPU_SCOPE),
+    AdapterModule("npu_bridge.estimator.npu.npu_plugin", "NPU device resources.", NPU_PLUGIN),
+    AdapterModule("npu_bridge.estimator.npu.npu_rnn", "RNN helpers.", NPU_RNN),
     AdapterModule("npu_bridge.estimator.npu_ops", "NPU operators.", NPU_OPS),
     _package("npu_bridge.hccl", "Collective communication.", "hccl_ops"),
     AdapterModule("npu_bridge.hccl.hccl_ops", "Collective operations.", HCCL_OPS),
@@ -357,8 +424,17 @@ TF_ESTIMATOR = {
     "EvalSpec": Mapped(f"{_EST}:EvalSpec"),
     "train_and_evaluate": Mapped(f"{_EST}:train_and_evaluate"),
     "NanLossDuringTrainingError": Mapped(f"{_EST}:NanLossDuringTrainingError"),
-    "export": Mapped(f"{_EST}.export", "ServingInputReceiver, PredictOutput, build_raw_serving_input_receiver_fn, "
-                                       "build_parsing_serving_input_receiver_fn"),
+    "WarmStartSettings": Mapped(f"{_EST}.warm_start:WarmStartSettings",
+                                "vars_to_warm_start (regex or list) and var_name_to_prev_var_name; no vocab remapping"),
+    "add_metrics": Mapped(f"{_EST}.add_metrics:add_metrics"),
+    "Exporter": Mapped(f"{_EST}.exporters:Exporter"),
+    "export": Mapped(f"{_EST}.export", "ServingInputReceiver, TensorServingInputReceiver, ClassificationOutput, "
+                                       "RegressionOutput, PredictOutput, ExportOutput, "
+                                       "build_raw_serving_input_receiver_fn, build_parsing_serving_input_receiver_fn"),
+    "experimental": Mapped(f"{_EST}.experimental", "InMemoryEvaluatorHook, stop_if_higher_hook, stop_if_lower_hook, "
+                                                   "stop_if_no_decrease_hook, stop_if_no_increase_hook, "
+                                                   "make_early_stopping_hook, build_raw_supervised_input_receiver_fn, "
+                                                   "call_logit_fn"),
     "inputs": Mapped("npurun.compat.tf_estimator:inputs",
                      "numpy_input_fn (a tf.data pipeline with the same batching, epochs and shuffling)"),
     **{hook: Mapped(f"{_V1_TRAIN}:{hook}") for hook in (
@@ -370,8 +446,8 @@ TF_ESTIMATOR = {
         "DNNClassifier", "DNNRegressor", "LinearClassifier", "LinearRegressor", "DNNLinearCombinedClassifier",
         "DNNLinearCombinedRegressor", "BoostedTreesClassifier", "BoostedTreesRegressor", "BaselineClassifier",
         "BaselineRegressor")},
-    **{exporter: Unsupported("exporters run from EvalSpec are not provided; call export_saved_model after "
-                             "training") for exporter in ("LatestExporter", "BestExporter", "FinalExporter", "Exporter")},
+    **{exporter: Mapped(f"{_EST}.exporters:{exporter}") for exporter in (
+        "LatestExporter", "BestExporter", "FinalExporter")},
 }
 TF_LAYERS = {name: Mapped(f"npurun.compat.layers:{name}") for name in (
     "dense", "conv2d", "max_pooling2d", "average_pooling2d", "dropout", "flatten", "batch_normalization")}

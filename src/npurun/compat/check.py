@@ -1,6 +1,7 @@
 """`npurun check script.py`: what a script asks of the NPU adapter, and what each thing does here.
 
-A static report (the script is parsed with `ast`, never run) of:
+A static report (the script and the local modules it imports are parsed with `ast`, never run;
+TensorFlow is not imported) of:
 
 - every `NPURunConfig(...)` / `tf.estimator.RunConfig(...)` keyword argument: the option's status here
   (`effect`, `effect (GPU only)`, `accepted, no effect here`, `not supported`, `not implemented yet`) and
@@ -9,26 +10,37 @@ A static report (the script is parsed with `ast`, never run) of:
   it sets (field and literal value checked as NPURunConfig checks them), or that it is ignored;
 - every adapter name the script uses (`npu_bridge...`, `hccl...`, including names brought in by
   `from npu_bridge.npu_init import *`), with its coverage-table status and whether its npurun target
-  is available in this installation;
-- TensorFlow names that TensorFlow 2.21 lacks (`tf.estimator.*`, `tf.compat.v1.layers.*`): provided
-  by `npurun run`, or not at all;
+  is installed; and names a module uses but never defines while relying on such a star import,
+  which the star import does not bring in here (NameError);
+- TensorFlow names that TensorFlow 2.21 lacks: `tf.estimator.*`, `tf.compat.v1.layers.*`, TensorFlow
+  1 API that `import tensorflow as tf` gets from npurun's TF1 world (`tf.Session`, `tf.flags`, ...),
+  `tf.contrib` names (from the TF1 world's contrib table) and TensorFlow 1 module paths
+  (`tensorflow.python...`, `tensorflow.examples...`): provided by `npurun run`, or raising here
+  (see `check_tensorflow`);
 - Horovod calls (`npurun migrate` rewrites the common ones).
 
+Local modules are those the script's imports find next to it (the script's directory is the first
+entry of `sys.path`), and, inside them, their relative imports; each is scanned once.
+
 Exit status 1 when something the script uses will raise here (an unsupported or unavailable name, an
-unknown option, an invalid literal value), else 0.
+unknown option, an invalid literal value, a name TensorFlow 1's API or the contrib table lacks), else 0.
 """
 from __future__ import annotations
 
 import ast
+import builtins
 import json
+import os
 import warnings
 from dataclasses import asdict, dataclass
 
 from ..config import OPTIONS, param_map
-from . import aliases
+from . import aliases, check_tensorflow
 
 TF_ESTIMATOR_PREFIXES = ("tensorflow.estimator.", "tensorflow.compat.v1.estimator.")
-TF_LAYERS_PREFIXES = ("tensorflow.compat.v1.layers.",)
+TF_LAYERS_PREFIXES = ("tensorflow.compat.v1.layers.", "tensorflow.layers.")
+_MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__builtins__", "__spec__", "__loader__",
+                           "__package__", "__path__", "__annotations__", "__cached__", "__debug__"})
 RUN_CONFIG_TARGETS = {"npurun.NPURunConfig", "npurun.config.NPURunConfig", "tensorflow.estimator.NPURunConfig",
                       "tensorflow.compat.v1.estimator.NPURunConfig"} | {
     f"{module.name}.NPURunConfig" for module in aliases.MODULES.values() if "NPURunConfig" in module.names}
@@ -43,6 +55,7 @@ class Finding:
     status: str
     detail: str
     error: bool = False
+    file: str = ""  # "" for the script itself, else the local module's path relative to the script's directory
 
 
 def _option_key_map() -> dict:
@@ -70,13 +83,43 @@ def _literal(node):
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
+def _star_target(module: str, name: str, entry) -> str:
+    """What a name brought in by an adapter star import stands for: npu_init's re-exported modules
+    (`tf`, `os`) are followed as those modules (so `tf.Session` is checked as TensorFlow 1 API)."""
+    target = getattr(entry, "target", "")
+    if target == "npurun.compat.shims:script_tensorflow":  # the TF1 world's tensorflow, else tf.compat.v1
+        return "tensorflow" if check_tensorflow.world_available() else "tensorflow.compat.v1"
+    if target and ":" not in target and target.split(".")[0] not in (*aliases.ROOTS, "npurun"):
+        return target
+    return f"{module}.{name}"
+
+
+def _availability(entry) -> str:
+    """'available', 'unsupported' or 'not available yet: <reason>', from the files installed (no import)."""
+    if isinstance(entry, aliases.Unsupported):
+        return "unsupported"
+    if aliases.is_adapter_module(entry):
+        return "available"
+    return check_tensorflow.target_availability(entry.target)
+
+
 class _Scanner(ast.NodeVisitor):
-    def __init__(self):
+    def __init__(self, project=None, path=None):
         self.aliases: dict = {}  # local name -> qualified name
         self.star_names: dict = {}  # names brought in by `import *` from adapter modules -> qualified name
         self.findings: list = []
         self._seen: set = set()
         self._option_keys = _option_key_map()
+        self._project, self._path = project, path
+        self._bound: set = set()  # every name this module binds, in any scope
+        self._loaded: dict = {}  # name -> first line it is read
+        self._adapter_star = None  # the adapter module of a star import, if any
+        self._unknown_star = False  # a star import whose names are not known statically
+        self.changes_sys_path = False  # sys.path.append/insert/extend: other modules may become importable
+
+    def exported(self) -> dict:
+        """What `from this_module import *` gives (as far as check follows names): local name -> qualified."""
+        return {**self.star_names, **self.aliases}
 
     # ---- name resolution ---------------------------------------------------------------------------
     def qualified(self, node):
@@ -99,29 +142,103 @@ class _Scanner(ast.NodeVisitor):
         for alias in node.names:
             if alias.asname:
                 self.aliases[alias.asname] = alias.name
+                self._bound.add(alias.asname)
             else:
                 root = alias.name.split(".")[0]
                 self.aliases[root] = root
+                self._bound.add(root)
             self._adapter_module_import(node, alias.name)
+            self._tensorflow_import(node, alias.name, ())
+            if self._local_import(alias.name, 0) is None:
+                self._installed(node, alias.name)
 
     def visit_ImportFrom(self, node):
         module = node.module or ""
-        if node.level:
-            return
+        local = self._local_import(module, node.level, [a.name for a in node.names if a.name != "*"])
+        if local is None and not node.level:
+            self._installed(node, module)
         for alias in node.names:
             if alias.name == "*":
-                table = aliases.MODULES.get(module)
+                table = aliases.MODULES.get(module) if not node.level else None
                 if table is not None:
-                    for name in table.names:
-                        self.star_names[name] = f"{module}.{name}"
+                    self._adapter_star = module
+                    for name, entry in table.names.items():
+                        self.star_names[name] = _star_target(module, name, entry)
+                elif local is not None:
+                    self.star_names.update({k: v for k, v in local.exported().items() if not k.startswith("_")})
+                    self._unknown_star = self._unknown_star or local._unknown_star
+                    self._adapter_star = self._adapter_star or local._adapter_star
                 else:
-                    self._adapter_module_import(node, module)
+                    self._unknown_star = True
+                    if not node.level:
+                        self._adapter_module_import(node, module)
+                continue
+            self._bound.add(alias.asname or alias.name)
+            if node.level:
                 continue
             qualified = f"{module}.{alias.name}"
             self.aliases[alias.asname or alias.name] = qualified
             if module.split(".")[0] in aliases.ROOTS:
-                if qualified in aliases.MODULES or aliases.lookup(qualified) is None:
+                if module in aliases.MODULES and qualified not in aliases.MODULES and aliases.lookup(qualified) is None:
+                    self._missing_adapter_name(node, module, alias.name, "ImportError")
+                elif qualified in aliases.MODULES or aliases.lookup(qualified) is None:
                     self._adapter_module_import(node, qualified if qualified in aliases.MODULES else module)
+        if not node.level:
+            self._tensorflow_import(node, module, [a.name for a in node.names if a.name != "*"])
+
+    def _local_import(self, module, level, names=()):
+        """Scan the local module an import refers to (and `from pkg import sub` submodules); its scanner."""
+        if self._project is None:
+            return None
+        for name in names:
+            sub = self._project.resolve(f"{module}.{name}" if module else name, level, self._path)
+            if sub is not None:
+                self._project.scan(sub)
+        path = self._project.resolve(module, level, self._path) if module or level else None
+        return self._project.scan(path) if path is not None else None
+
+    def visit_Try(self, node):
+        # Imports inside `try:` may be optional (`except ImportError:`): not reported as missing.
+        self._guarded = getattr(self, "_guarded", 0) + 1
+        for statement in node.body:
+            self.visit(statement)
+        self._guarded -= 1
+        for part in (*node.handlers, *node.orelse, *node.finalbody):
+            self.visit(part)
+
+    visit_TryStar = visit_Try
+
+    def _installed(self, node, module):
+        """An import of a module that is neither local, nor an adapter / TensorFlow path, nor installed."""
+        top = module.split(".")[0]
+        if (not top or getattr(self, "_guarded", 0) or top in aliases.ROOTS or top in ("tensorflow", "horovod")
+                or check_tensorflow.module_exists(top)):
+            return
+        self.add(Finding(node.lineno, "imports", top, "not installed",
+                         "neither a module next to the script nor installed here: ModuleNotFoundError", True),
+                 once_key=("imports", top))
+
+    def _tensorflow_import(self, node, module, names):
+        """Imports of TensorFlow paths: removed modules, TF 1 paths the TF1 world provides, tf.contrib."""
+        if module.split(".")[0] != "tensorflow":
+            return
+        if module.startswith("tensorflow.contrib"):
+            targets = [module] if not names else [f"{module}.{n}" for n in names]
+        elif module.split(".")[1:2] in (["python"], ["core"], ["examples"]):
+            result = check_tensorflow.classify_module_path(module, imported_module=True)
+            if result is not None:
+                self._tensorflow_finding(node, module, result)
+                return
+            targets = [f"{module}.{n}" for n in names]
+        else:
+            targets = [f"{module}.{n}" for n in names] if module in ("tensorflow", "tensorflow.compat.v1") else []
+        for target in targets:
+            self._use(node, target)
+
+    def _missing_adapter_name(self, node, module, name, error):
+        self.add(Finding(node.lineno, "adapter", f"{module}.{name}", "not provided",
+                         f"{module} has no {name!r} here: it is not in npurun's coverage table (docs/compat.md); "
+                         f"{error}", True), once_key=("adapter", f"{module}.{name}"))
 
     def _adapter_module_import(self, node, module):
         if module.split(".")[0] not in aliases.ROOTS:
@@ -135,7 +252,52 @@ class _Scanner(ast.NodeVisitor):
     # ---- uses --------------------------------------------------------------------------------------
     def visit_Name(self, node):
         if isinstance(node.ctx, ast.Load):
+            self._loaded.setdefault(node.id, node.lineno)
             self._use(node, self.qualified(node))
+        else:
+            self._bound.add(node.id)
+
+    # ---- names a module binds (for names a star import was expected to provide) ----------------------
+    def _bind(self, node):
+        self._bound.add(node.name)
+        self.generic_visit(node)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _bind
+
+    def visit_arg(self, node):
+        self._bound.add(node.arg)
+        self.generic_visit(node)
+
+    def visit_ExceptHandler(self, node):
+        if node.name:
+            self._bound.add(node.name)
+        self.generic_visit(node)
+
+    def visit_Global(self, node):
+        self._bound.update(node.names)
+
+    visit_Nonlocal = visit_Global
+
+    def visit_MatchAs(self, node):
+        if getattr(node, "name", None):
+            self._bound.add(node.name)
+        self.generic_visit(node)
+
+    def visit_MatchStar(self, node):
+        if getattr(node, "name", None):
+            self._bound.add(node.name)
+
+    def finish(self):
+        """After the visit: names read but never bound that the adapter's star import was to provide."""
+        if self._adapter_star is None or self._unknown_star:
+            return
+        known = self._bound | set(self.star_names) | set(self.aliases) | set(dir(builtins)) | _MODULE_NAMES
+        for name, line in sorted(self._loaded.items(), key=lambda item: item[1]):
+            if name not in known:
+                self.add(Finding(line, "adapter", name, "not provided",
+                                 f"used but never defined here, and `from {self._adapter_star} import *` does not "
+                                 f"bring it in: NameError (not in npurun's coverage table, docs/compat.md)", True),
+                         once_key=("adapter", name))
 
     def visit_Attribute(self, node):
         qualified = self.qualified(node)
@@ -150,8 +312,12 @@ class _Scanner(ast.NodeVisitor):
         if root in aliases.ROOTS:
             entry = aliases.lookup(qualified)
             if entry is None:
+                module, _, name = qualified.rpartition(".")
+                if qualified not in aliases.MODULES and module in aliases.MODULES:
+                    self._missing_adapter_name(node, module, name, "AttributeError")
+                    return True
                 return qualified in aliases.MODULES  # a module itself; its members are reported
-            status = aliases.availability(entry)
+            status = _availability(entry)
             error = status != "available"
             detail = aliases.describe(entry)
             if isinstance(entry, aliases.NoEffect):
@@ -165,6 +331,20 @@ class _Scanner(ast.NodeVisitor):
                              "DistributedOptimizer/BroadcastGlobalVariablesHook to npurun.distribute"),
                      once_key=("horovod", qualified))
             return True
+        if root == "tensorflow" and not qualified.startswith(TF_ESTIMATOR_PREFIXES + TF_LAYERS_PREFIXES):
+            # TensorFlow 1 API through the TF1 world, tf.contrib, TensorFlow 1 module paths
+            parts = qualified.split(".")
+            if parts[1:2] in (["python"], ["core"], ["examples"]):
+                # module paths: the whole path decides (uses below a TF 1 path the world provides: that path)
+                shown = next((path for path in check_tensorflow.WORLD_PATHS if qualified.startswith(path + ".")),
+                             qualified)
+            else:
+                shown = ".".join(parts[:4 if parts[1:2] == ["contrib"] else 3 + 2 * (parts[1:3] == ["compat", "v1"])])
+            result = check_tensorflow.classify(shown, world=True)
+            if result is not None:
+                self._tensorflow_finding(node, shown, result)
+                return True
+            return False
         for prefixes, table in ((TF_ESTIMATOR_PREFIXES, aliases.TF_ESTIMATOR), (TF_LAYERS_PREFIXES, aliases.TF_LAYERS)):
             for prefix in prefixes:
                 if qualified.startswith(prefix):
@@ -183,8 +363,17 @@ class _Scanner(ast.NodeVisitor):
                     return True
         return False
 
+    def _tensorflow_finding(self, node, name, result):
+        status, detail, error = result
+        self.add(Finding(node.lineno, "tensorflow", name, status, detail, error), once_key=("tensorflow", name))
+
     # ---- NPURunConfig calls ------------------------------------------------------------------------
     def visit_Call(self, node):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("append", "insert", "extend") and \
+                isinstance(func.value, ast.Attribute) and func.value.attr == "path" and \
+                isinstance(func.value.value, ast.Name) and func.value.value.id == "sys":
+            self.changes_sys_path = True
         qualified = self.qualified(node.func)
         if qualified in RUN_CONFIG_TARGETS or (qualified is None and isinstance(node.func, ast.Name)
                                                and node.func.id == "NPURunConfig"):
@@ -278,19 +467,76 @@ class _Scanner(ast.NodeVisitor):
         self.add(Finding(line, "parameter_map", f"{label} .{field} = {raw!r}", option.status, detail, error))
 
 
+class _Project:
+    """The script and the local modules reached from it: resolved next to the script, scanned once each."""
+
+    def __init__(self, script_path: str):
+        self.root = os.path.dirname(os.path.abspath(script_path))
+        self.scanners: dict = {}  # path -> _Scanner (the script's included)
+
+    def resolve(self, module: str, level: int, from_path: str):
+        """The file of a local module (`module` with `level` leading dots, imported from `from_path`), or None."""
+        if level:
+            base = os.path.dirname(os.path.abspath(from_path))
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+        else:
+            base = self.root
+        parts = module.split(".") if module else []
+        candidate = os.path.join(base, *parts)
+        for path in (candidate + ".py", os.path.join(candidate, "__init__.py")):
+            if parts and os.path.isfile(path) and os.path.abspath(path).startswith(self.root + os.sep):
+                return os.path.abspath(path)
+        return None
+
+    def scan(self, path: str, source: str | None = None):
+        if path in self.scanners:
+            return self.scanners[path]
+        scanner = self.scanners[path] = _Scanner(self, path)  # registered first: import cycles end here
+        if source is None:
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    source = handle.read()
+            except (OSError, UnicodeDecodeError):
+                return scanner
+        try:
+            tree = ast.parse(source, filename=path)
+        except SyntaxError:
+            if path == self.script:
+                raise
+            return scanner
+        scanner.visit(tree)
+        scanner.finish()
+        return scanner
+
+    def findings(self, script_path: str, source: str) -> list:
+        self.script = os.path.abspath(script_path)
+        self.scan(self.script, source)
+        found = []
+        changed = any(scanner.changes_sys_path for scanner in self.scanners.values())
+        for path, scanner in self.scanners.items():
+            relative = "" if path == self.script else os.path.relpath(path, self.root)
+            for f in scanner.findings:
+                if changed and f.section == "imports":  # found through the script's own sys.path entries?
+                    f = Finding(**{**asdict(f), "status": "not found here", "error": False, "detail":
+                                   "not next to the script nor installed; the scripts add to sys.path, so it may "
+                                   "be found there (not checked)"})
+                found.append(Finding(**{**asdict(f), "file": relative}))
+        return sorted(found, key=lambda f: (f.file != "", f.file, f.line, f.section, f.name))
+
+
 def check_source(source: str, filename: str = "<script>") -> list:
-    """The findings for one script, in line order."""
-    tree = ast.parse(source, filename=filename)
-    scanner = _Scanner()
-    scanner.visit(tree)
-    return sorted(scanner.findings, key=lambda f: (f.line, f.section, f.name))
+    """The findings for one script and the local modules next to it that it imports, script first, in
+    line order."""
+    return _Project(filename).findings(filename, source)
 
 
 SECTIONS = (("option", "NPURunConfig / RunConfig options"),
             ("parameter_map", "NpuOptimizer parameter_map entries"),
             ("adapter", "Ascend adapter APIs"),
             ("tensorflow", "TensorFlow APIs that TensorFlow 2.21 lacks"),
-            ("horovod", "Horovod"))
+            ("horovod", "Horovod"),
+            ("imports", "Other imports"))
 
 
 def render_text(findings, filename: str) -> str:
@@ -303,7 +549,8 @@ def render_text(findings, filename: str) -> str:
         lines.append(f"{title}:")
         for f in rows:
             mark = "!" if f.error else " "
-            lines.append(f" {mark} line {f.line}: {f.name} -- {f.status}: {f.detail}")
+            where = f"{f.file} line {f.line}" if f.file else f"line {f.line}"
+            lines.append(f" {mark} {where}: {f.name} -- {f.status}: {f.detail}")
     errors = [f for f in findings if f.error]
     lines.append("")
     lines.append(f"{len(findings)} finding(s); {len(errors)} will raise here" + (

@@ -41,3 +41,33 @@ def shutdown_system(name=None):
     import tensorflow as tf
 
     return tf.no_op(name=name or "NPUShutdown")
+
+
+# ---- npu_bridge.estimator.npu_unary_ops.npu_unary_ops ----------------------------------------------
+_SQRT_2_OVER_PI = 0.7978845608028654  # sqrt(2 / pi)
+_GELU_CUBIC = 0.044715
+
+
+def gelu(x, name=None):
+    """GELU, tanh approximation: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3))).
+
+    The formula of the adapter's fused Gelu kernel (and of BERT's `gelu`), written with TensorFlow
+    ops; TensorFlow differentiates it (the same values as the adapter's `gelu_grad`).
+    """
+    import tensorflow as tf
+
+    with tf.name_scope(name or "Gelu"):
+        x = tf.convert_to_tensor(x, name="x")
+        inner = _SQRT_2_OVER_PI * (x + _GELU_CUBIC * x * x * x)
+        return 0.5 * x * (1.0 + tf.tanh(inner))
+
+
+def gelu_grad(dy, x, y=None, name=None):
+    """The adapter's GeluGrad: dy times the derivative of `gelu` at x (`y`, gelu(x), is not needed)."""
+    import tensorflow as tf
+
+    with tf.name_scope(name or "GeluGrad"):
+        x = tf.convert_to_tensor(x, name="x")
+        tanh = tf.tanh(_SQRT_2_OVER_PI * (x + _GELU_CUBIC * x * x * x))
+        slope = _SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_CUBIC * x * x)
+        return dy * (0.5 * (1.0 + tanh) + 0.5 * x * (1.0 - tanh * tanh) * slope)

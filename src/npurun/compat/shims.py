@@ -7,6 +7,7 @@ that is not available yet gives `AdapterAPIError` naming it.
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 
 from . import aliases
@@ -89,9 +90,73 @@ def _output_tensor_hook_class():
     return NPUOutputTensorHook
 
 
+def _plain_hook_classes():
+    """NpuEmptyHook, SetIterationsVarHook and TellMeStepOrLossHook: SessionRunHooks that do nothing here."""
+    import tensorflow as tf
+
+    base = tf.compat.v1.train.SessionRunHook
+
+    class NpuEmptyHook(base):
+        """A SessionRunHook that does nothing (as in the adapter)."""
+
+    class SetIterationsVarHook(base):
+        """The adapter loads its device loop's iteration variables; here the loop count comes from
+        NPURunConfig(iterations_per_loop=...) or util.set_iteration_per_loop, so nothing is loaded."""
+
+        def __init__(self, iterations_per_loop=None):
+            self._iterations_per_loop = iterations_per_loop
+
+    class TellMeStepOrLossHook(base):
+        """The adapter reports step/loss to the Ascend runtime's inner checks through environment
+        variables; there is no such check here. The arguments are validated as the adapter does."""
+
+        def __init__(self, step=None, total_step=None, loss=None, final_loss=None):
+            if step is None and loss is None:
+                raise ValueError("TellMeStepOrLossHook: one of step or loss must be specified")
+            self._step, self._total_step, self._loss, self._final_loss = step, total_step, loss, final_loss
+
+    return {"NpuEmptyHook": NpuEmptyHook, "SetIterationsVarHook": SetIterationsVarHook,
+            "TellMeStepOrLossHook": TellMeStepOrLossHook}
+
+
+def _experimental_options():
+    """The adapter's `experimental_options`: Grappler passes it keeps on (a plain dict of RewriterConfig values)."""
+    from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
+
+    passes = ("function_optimization", "constant_folding", "shape_optimization", "arithmetic_optimization",
+              "loop_optimization", "dependency_optimization", "layout_optimizer")
+    return {"disable_model_pruning": False, **{name: RewriterConfig.ON for name in passes}}
+
+
+def _script_tensorflow():
+    """npu_init's `tf`: the `tensorflow` module a script imports, which on Ascend is TensorFlow 1.
+
+    Looked up at each read (never cached here) by an import as a script's (`__main__`) would do it,
+    so npurun's TF1 world (which gives scripts' imports TensorFlow 1) is picked up when it is on;
+    where `tensorflow` is TensorFlow 2 itself, its TensorFlow 1 API (`tf.compat.v1`) is given, as
+    scripts that write `import tensorflow.compat.v1 as tf` before the star import expect.
+    """
+    import builtins
+    import importlib
+
+    tensorflow = builtins.__import__("tensorflow", {"__name__": "__main__"}, None, (), 0)
+    if hasattr(tensorflow, "placeholder"):
+        return tensorflow
+    return importlib.import_module("tensorflow.compat.v1")
+
+
+_UNCACHED = {"script_tensorflow": _script_tensorflow}
+_LAZY = {"NPUOutputTensorHook": lambda: _output_tensor_hook_class(),
+         **{name: (lambda name=name: _plain_hook_classes()[name])
+            for name in ("NpuEmptyHook", "SetIterationsVarHook", "TellMeStepOrLossHook")},
+         "experimental_options": _experimental_options}
+
+
 def __getattr__(name):
-    if name == "NPUOutputTensorHook":
-        value = _output_tensor_hook_class()
+    if name in _UNCACHED:
+        return _UNCACHED[name]()
+    if name in _LAZY:
+        value = _LAZY[name]()
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -209,19 +274,20 @@ def npu_optimizer_options(optimizer_options=None):
     return config_pb2.OptimizerOptions()
 
 
-def init_resource():
-    """A session and a shutdown op, as the adapter's init_resource; records the rank ids for get_npu_*."""
+def init_resource(config=None):
+    """A session (for `config`, a new ConfigProto if none) and a shutdown op, as the adapter's
+    init_resource; records the rank ids for get_npu_*."""
     import tensorflow as tf
 
     from .npu_ops import initialize_system, shutdown_system
 
     name = "npu_bridge.npu_init.init_resource"
     global_dict_init()
-    sess = tf.compat.v1.Session(config=npu_session_config_init())
+    sess = tf.compat.v1.Session(config=npu_session_config_init(config))
     sess.run(initialize_system())
-    set_value("npu_rank_id", _distribute("get_rank_id", name)())
-    set_value("npu_local_rank_id", _distribute("get_local_rank_id", name)())
-    set_value("npu_rank_size", _distribute("get_rank_size", name)())
+    for key, function in (("npu_rank_id", "get_rank_id"), ("npu_local_rank_id", "get_local_rank_id"),
+                          ("npu_rank_size", "get_rank_size"), ("npu_local_rank_size", "get_local_rank_size")):
+        set_value(key, _distribute(function, name)())
     return sess, shutdown_system()
 
 
@@ -243,3 +309,92 @@ def get_npu_local_rank_id():
 
 def get_npu_rank_size():
     return get_value("npu_rank_size", 1)
+
+
+def get_npu_local_rank_size():
+    return get_value("npu_local_rank_size", 1)
+
+
+# ---- optimizers -------------------------------------------------------------------------------------
+def npu_tf_optimizer(opt):
+    """`NPUDistributedOptimizer(opt)`: gradients averaged over ranks (opt itself with one rank)."""
+    return _distribute("NPUDistributedOptimizer", "npu_bridge.npu_init.npu_tf_optimizer")(opt)
+
+
+def npu_keras_optimizer(opt):
+    """The adapter's KerasDistributeOptimizer(opt): the optimizer with gradients averaged over ranks.
+
+    With one rank there is nothing to average and `opt` is returned as it is. With several, a
+    `tf.compat.v1.train.Optimizer` gets NPUDistributedOptimizer; a Keras optimizer cannot be
+    wrapped here (Keras 3 has no gradient hook to patch), which raises AdapterAPIError.
+    """
+    import tensorflow as tf
+
+    name = "npu_bridge.npu_init.npu_keras_optimizer"
+    if _distribute("get_rank_size", name)() == 1:
+        return opt
+    if isinstance(opt, tf.compat.v1.train.Optimizer):
+        return _distribute("NPUDistributedOptimizer", name)(opt)
+    raise aliases.AdapterAPIError(
+        f"{name}: averaging a Keras optimizer's gradients over ranks is not supported by npurun (Keras 3 has "
+        f"no gradient hook to patch); use a tf.compat.v1.train optimizer with npu_tf_optimizer, or NPUEstimator")
+
+
+# ---- accepted with no effect ------------------------------------------------------------------------
+class MemoryConfig:
+    """The adapter's NPU memory policies, kept as given (they have no CPU/GPU counterpart)."""
+
+    def __init__(self, atomic_clean_policy=0, static_memory_policy=0, memory_optimization_policy=None,
+                 variable_use_1g_huge_page=0):
+        self._atomic_clean_policy = atomic_clean_policy
+        self._static_memory_policy = static_memory_policy
+        self._memory_optimization_policy = memory_optimization_policy
+        self._variable_use_1g_huge_page = variable_use_1g_huge_page
+
+
+def decorator_tf_session(func):
+    """The adapter wraps Session.__init__ to add its default NPU config; here `func` is returned as it is."""
+    return func
+
+
+def set_graph_exec_config(fetch, dynamic_input=False, dynamic_graph_execute_mode="dynamic_execute",
+                          dynamic_inputs_shape_range=None, is_train_graph=False, experimental_config=None):
+    """`fetch` itself: the attributes the adapter sets are read only by the Ascend graph engine."""
+    return fetch
+
+
+class NpuExecutePlacement(enum.Enum):
+    """The adapter's placement choices for npu_variable_scope (read only by the Ascend graph engine)."""
+
+    ALL = "all"
+    CUBE = "cube"
+    VECTOR = "vector"
+    TAISHAN = "taishan"
+    DVPP = "dvpp"
+    HOST = "host"
+
+
+@contextlib.contextmanager
+def graph_engine_scope(*args, **kwargs):
+    """The block runs as written: the attributes the adapter's scope sets are read only by the Ascend
+    graph engine (placement, memory type, prefetch, engine choice); the results are the same."""
+    yield
+
+
+def npu_resource_init(*args, **kwargs):
+    """Nothing to open here (the adapter's npu_plugin opens the NPU device)."""
+
+
+def npu_resource_shutdown():
+    """Nothing to release here."""
+
+
+# ---- npu_rnn ----------------------------------------------------------------------------------------
+def npu_dynamic_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
+    """The adapter's npu_dynamic_rnn: `cell` over time-major `inputs` [time, batch, ...], unrolled with
+    tf.compat.v1.nn.static_rnn; returns (outputs stacked time-major, final state), as the adapter does."""
+    import tensorflow as tf
+
+    outputs, state = tf.compat.v1.nn.static_rnn(cell, tf.unstack(inputs, axis=0), initial_state=initial_state,
+                                                dtype=dtype, sequence_length=sequence_length, scope=scope)
+    return tf.stack(outputs, axis=0), state

@@ -18,7 +18,7 @@ Nothing is replaced that works already: on a TensorFlow that still has `tf.estim
 """
 from __future__ import annotations
 
-import inspect
+import os
 import sys
 from importlib import import_module
 import types
@@ -56,69 +56,8 @@ class Namespace(types.ModuleType):
         return sorted(self._table.names)
 
 
-# ---- RunConfig -------------------------------------------------------------------------------------
-# tf.estimator.RunConfig's parameters, in order (positional use maps by this order), with its defaults.
-TF_RUN_CONFIG_PARAMETERS = (
-    ("model_dir", None), ("tf_random_seed", None), ("save_summary_steps", 100),
-    ("save_checkpoints_steps", None), ("save_checkpoints_secs", None), ("session_config", None),
-    ("keep_checkpoint_max", 5), ("keep_checkpoint_every_n_hours", 10000), ("log_step_count_steps", 100),
-    ("train_distribute", None), ("device_fn", None), ("protocol", None), ("eval_distribute", None),
-    ("experimental_distribute", None), ("experimental_max_worker_delay_secs", None),
-    ("session_creation_timeout_secs", 7200), ("checkpoint_save_graph_def", True),
-)
-TF_DEFAULT_CHECKPOINT_SECS = 600  # tf.estimator.RunConfig saves every 600 s when no interval is given
-
-
-class _RunConfigMeta(type):
-    # Any NPURunConfig is a RunConfig, as the adapter's NPURunConfig subclasses tf.estimator.RunConfig.
-    def __instancecheck__(cls, instance):
-        return isinstance(instance, NPURunConfig)
-
-    def __subclasscheck__(cls, subclass):
-        return issubclass(subclass, NPURunConfig)
-
-
-class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
-    """`tf.estimator.RunConfig` as an NPURunConfig.
-
-    Takes tf.estimator.RunConfig's arguments (positionally too) with its defaults: summaries every 100
-    steps, a checkpoint every 600 seconds when neither `save_checkpoints_steps` nor
-    `save_checkpoints_secs` is given. Arguments NPURunConfig does not accept (`device_fn`,
-    `protocol`, `experimental_distribute`, `experimental_max_worker_delay_secs`,
-    `session_creation_timeout_secs`, `checkpoint_save_graph_def`) are dropped, with a warning when
-    given a non-default value. NPURunConfig's own options are accepted as keywords too.
-    """
-
-    def __init__(self, *args, **kwargs):
-        names = [name for name, _ in TF_RUN_CONFIG_PARAMETERS]
-        if len(args) > len(names):
-            raise TypeError(f"RunConfig() takes at most {len(names)} positional arguments ({len(args)} given)")
-        for name, value in zip(names, args):
-            if name in kwargs:
-                raise TypeError(f"RunConfig() got multiple values for argument {name!r}")
-            kwargs[name] = value
-        defaults = dict(TF_RUN_CONFIG_PARAMETERS)
-        options = {}
-        for name, value in kwargs.items():
-            if name in NPURunConfig.OPTIONS:
-                options[name] = value
-            elif name in defaults:
-                if value is not defaults[name] and value != defaults[name]:
-                    warnings.warn(f"tf.estimator.RunConfig: argument {name}={value!r} is dropped: NPURunConfig does "
-                                  f"not accept it", UserWarning, stacklevel=2)
-            else:
-                raise TypeError(f"RunConfig() got an unexpected keyword argument {name!r}")
-        options.setdefault("save_summary_steps", defaults["save_summary_steps"])
-        if options.get("save_checkpoints_steps") is None and options.get("save_checkpoints_secs") is None:
-            options.pop("save_checkpoints_steps", None)
-            options["save_checkpoints_secs"] = TF_DEFAULT_CHECKPOINT_SECS
-        super().__init__(**options)
-
-
-RunConfig.__init__.__signature__ = inspect.Signature(
-    [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    + [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
-       for name, default in TF_RUN_CONFIG_PARAMETERS])
+# ---- RunConfig: tf_run_config.py -------------------------------------------------------------------
+from .tf_run_config import TF_DEFAULT_CHECKPOINT_SECS, TF_RUN_CONFIG_PARAMETERS, RunConfig  # noqa: E402,F401
 
 
 # ---- Estimator (built on first use: it imports npurun.estimator) -------------------------------------
@@ -134,6 +73,18 @@ def _make_estimator():
         def __init__(self, model_fn, model_dir=None, config=None, params=None, warm_start_from=None):
             super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
                              warm_start_from=warm_start_from)
+
+        def export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra=None, as_text=False,
+                               checkpoint_path=None, experimental_mode="infer"):
+            """As NPUEstimator's, returning the export directory as bytes (tf.estimator's type)."""
+            if experimental_mode != "infer":
+                raise ValueError(f"export_saved_model: experimental_mode={experimental_mode!r} is not supported by "
+                                 f"npurun; only ModeKeys.PREDICT ('infer') graphs are exported")
+            path = super().export_saved_model(export_dir_base, serving_input_receiver_fn, assets_extra=assets_extra,
+                                              as_text=as_text, checkpoint_path=checkpoint_path)
+            return os.fsencode(path)
+
+        export_savedmodel = export_saved_model
 
     Estimator.__module__ = "tensorflow.estimator"
     Estimator.__qualname__ = "Estimator"

@@ -18,6 +18,19 @@ def _show(value) -> str:
     return repr(value)
 
 
+def _mechanism_here(name: str, option, value) -> str:
+    """The option's mechanism, and for precision_mode what it does on this machine."""
+    if name != "precision_mode":
+        return option.mechanism
+    from ..precision import policy  # plain Python: the per-machine rule for low-precision modes
+
+    try:
+        here = policy.decide_here(value).summary()
+    except ValueError as err:  # a bad NPURUN_FORCE_LOW_PRECISION value
+        here = f"here: unknown ({err})"
+    return f"{option.mechanism}; {here}"
+
+
 def rows(config) -> list[dict]:
     """One row per option: name, value, whether it is the default, kind and mechanism."""
     result = []
@@ -28,7 +41,7 @@ def rows(config) -> list[dict]:
             "value": _show(value),
             "default": option.is_default(value) or name not in config.given,
             "kind": option.status,
-            "mechanism": option.mechanism,
+            "mechanism": _mechanism_here(name, option, value),
         })
     return result
 

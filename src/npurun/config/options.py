@@ -125,7 +125,8 @@ _OPTIONS = (
     Option("precision_mode", None, choice(*PRECISION_MODES), EFFECT, codec=_s("precision_mode"),
            rule="one of " + ", ".join(PRECISION_MODES) + "; None means allow_fp32_to_fp16",
            doc="Operator precision mode.",
-           mechanism="grappler auto mixed precision (fp16: real fp16 kernels on CPU; bf16 via oneDNN), list edits, "
+           mechanism="grappler auto mixed precision (fp16 on a GPU; on a CPU only where measured at most 1.2x slower "
+                     "than float32, else float32 with a warning; NPURUN_FORCE_LOW_PRECISION=1 forces it), list edits, "
                      "TF32 switch"),
     Option("enable_reduce_precision", False, boolean(), NOT_SUPPORTED, nullable=False,
            codec=_b("enable_reduce_precision"),

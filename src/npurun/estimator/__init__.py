@@ -5,7 +5,10 @@ Modules: `spec` (EstimatorSpec, NPUEstimatorSpec, ModeKeys, TrainSpec, EvalSpec)
 runner and schedules), `checkpoints` (saving, retention, crash-safe restore) and
 `checkpoint_files` (the files on disk), `export` (SavedModel export), `training`
 (train_and_evaluate), `model_dir`, `model_dir_lock` (one training job per model_dir), `preemption`
-(SIGTERM / SIGINT during train()).
+(SIGTERM / SIGINT during train()). tf.estimator conformance
+(docs/tf_estimator.md): `spec_checks`, `keras_metrics`, `export_output`, `exporters`,
+`early_stopping`, `in_memory_evaluator`, `experimental`, `scaffolds`, `warm_start`,
+`add_metrics`, `tf_conformance`.
 """
 from .estimator import NPUEstimator
 from .export import (PredictOutput, ServingInputReceiver, build_parsing_serving_input_receiver_fn,

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
-from . import checkpoints
+from . import checkpoints, scaffolds, tf_conformance
 from .inputs import call_with_accepted, fn_args
 from .spec import EstimatorSpec, ModeKeys
 
@@ -47,7 +47,8 @@ def check_model_fn(model_fn: Callable) -> None:
         raise TypeError(f"model_fn must be callable; got {type(model_fn).__name__}")
     unknown = [name for name in fn_args(model_fn) if name not in MODEL_FN_ARGS]
     if unknown:
-        raise ValueError(f"model_fn takes argument(s) {unknown}; allowed: {list(MODEL_FN_ARGS)} (any subset)")
+        raise ValueError(f"model_fn ({getattr(model_fn, '__name__', model_fn)}) has following not expected args: "
+                         f"{unknown}; allowed: {list(MODEL_FN_ARGS)} (any subset)")
 
 
 def device_scope(device: str):
@@ -76,7 +77,7 @@ class ModeGraph:
             # The input pipeline runs on the host whatever the model's device is.
             with tf.device("/device:CPU:0"):
                 features, labels = make_features()
-            with device_scope(plan.device):
+            with tf_conformance.device_fn_scope(estimator.config), device_scope(plan.device):
                 if build_model is None:
                     self.spec = estimator.call_model_fn(features, labels, mode)
                 else:
@@ -99,9 +100,9 @@ class ModeGraph:
         return _v1.RunOptions(timeout_in_ms=self.plan.run_timeout_ms)
 
     def saver(self, **kwargs):
-        scaffold = self.spec.scaffold
-        if scaffold is not None and getattr(scaffold, "saver", None) is not None:
-            return scaffold.saver
+        saver = scaffolds.saver_of(self.spec.scaffold)
+        if saver is not None:
+            return saver
         # Retention is done by checkpoints.CheckpointWriter, so the Saver itself deletes nothing.
         return _v1.train.Saver(sharded=False, max_to_keep=None, allow_empty=True, **kwargs)
 
@@ -121,30 +122,11 @@ def call_model_fn(model_fn, features, labels, mode, params, config) -> Estimator
 
 
 def warm_start(source) -> None:
-    """Initialise the trainable variables found in `source` (with the same name and shape) from it.
+    """Initialise variables from `source` (a checkpoint, directory or WarmStartSettings; see warm_start.py).
+    Must run before the variables' initialisers are grouped."""
+    from . import warm_start as warm_start_lib
 
-    `source`: a checkpoint prefix or directory, or an object with `ckpt_to_initialize_from` (and
-    optionally `vars_to_warm_start`, a regular expression) like tf.estimator.WarmStartSettings.
-    Must run before the variables' initialisers are grouped.
-    """
-    import re
-
-    path, pattern = source, ".*"
-    if hasattr(source, "ckpt_to_initialize_from"):
-        path = source.ckpt_to_initialize_from
-        pattern = getattr(source, "vars_to_warm_start", None) or ".*"
-    prefix = checkpoints.resolve(str(path))
-    if prefix is None:
-        raise ValueError(f"warm_start_from: no readable checkpoint at {path!r}")
-    shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
-    assignment = {}
-    for variable in _v1.trainable_variables():
-        name = variable.op.name
-        if re.match(pattern, name) and name in shapes and list(shapes[name]) == variable.shape.as_list():
-            assignment[name] = variable
-    if assignment:
-        _v1.train.init_from_checkpoint(prefix, assignment)
-    logger.info("Warm-starting %d variable(s) from %s", len(assignment), prefix)
+    warm_start_lib.apply(source)
 
 
 def init_op(graph):
@@ -162,7 +144,7 @@ def local_init_op(graph):
 
 def start(sess, graph_ops: Any, saver, model_dir: str, checkpoint_path: Optional[str] = None,
           quarantine: bool = False, resume_input: bool = False,
-          wait_for_initialization: Optional[Callable] = None) -> Optional[str]:
+          wait_for_initialization: Optional[Callable] = None, scaffold=None) -> Optional[str]:
     """Initialise a new session: restore (the given or newest checkpoint) or initialise variables.
 
     `graph_ops` is (init_op, local_init_op, input_initializer or None); `saver` a Saver or a list
@@ -188,5 +170,10 @@ def start(sess, graph_ops: Any, saver, model_dir: str, checkpoint_path: Optional
         restored = checkpoint_path
     else:
         restored = checkpoints.restore_newest(savers, sess, model_dir, quarantine, resume_input)
-    sess.run(local_init if restored else full_init)
+    if restored:
+        tf_conformance.check_restored_shapes(sess.graph, restored)
+    if scaffolds.has_init_steps(scaffold):
+        scaffolds.initialize(sess, scaffold, bool(restored), full_init, local_init)
+    else:
+        sess.run(local_init if restored else full_init)
     return restored

@@ -13,14 +13,15 @@ from ..config import NPURunConfig
 from ..debug.exception_dump import exception_dump
 from ..distribute import errors as distribute_errors
 from ..runtime.plan import build_plan
-from . import building, checkpoints, export as export_lib, model_dir_lock, preemption, training_graph
+from . import building, checkpoints, export as export_lib, model_dir_lock, preemption, tf_conformance, training_graph
 from .hooks import HookRunner
 from .inputs import call_with_accepted, make_input
 from .model_dir import resolve_model_dir
-from .spec import ModeKeys
+from .spec import ModeKeys, check_hooks
 
 logger = logging.getLogger("npurun")
 _v1 = tf.compat.v1
+_HOOKS_WORDING = "Hooks must be a SessionRunHook, given:"  # tf.estimator's words for train/evaluate hooks
 
 
 class NPUEstimator:
@@ -59,6 +60,7 @@ class NPUEstimator:
         self._config = config
         self._params = dict(params or {})
         self._model_dir = resolve_model_dir(config.model_dir, model_dir)
+        self._config = tf_conformance.config_with_model_dir(config, self._model_dir)
         self._warm_start_from = warm_start_from
         self.last_plan = None  # the SessionPlan of the most recent session, for inspection
 
@@ -109,11 +111,9 @@ class NPUEstimator:
         if self._config.graph_run_mode == 0:
             raise ValueError("NPUEstimator.train: graph_run_mode=0 is inference mode; training needs "
                              "graph_run_mode=1 (NPURunConfig)")
-        if steps is not None and max_steps is not None:
-            raise ValueError("NPUEstimator.train: give steps or max_steps, not both")
-        for name, value in (("steps", steps), ("max_steps", max_steps)):
-            if value is not None and (not isinstance(value, (int, np.integer)) or value <= 0):
-                raise ValueError(f"NPUEstimator.train: {name} must be an int > 0; got {value!r}")
+        tf_conformance.check_steps(steps, max_steps)
+        tf_conformance.check_listeners(saving_listeners)
+        hooks = check_hooks(hooks, "NPUEstimator.train", _HOOKS_WORDING)
         if max_steps is not None:
             latest = checkpoints.latest_checkpoint(self._model_dir)
             if latest is not None and checkpoints.checkpoint_step(latest) is not None \
@@ -139,15 +139,15 @@ class NPUEstimator:
 
         Returns a dict with each `eval_metric_ops` value, `loss` (the mean loss over the batches)
         and `global_step` (of the checkpoint evaluated). Summaries of the results go to
-        `model_dir/eval` (or `model_dir/eval_<name>`), on the chief. Raises ValueError if there is
-        no checkpoint to evaluate.
+        `model_dir/eval` (or `model_dir/eval_<name>`), on the chief. Without a checkpoint the variables
+        are freshly initialised (with a warning), as tf.estimator does.
         """
-        if steps is not None and steps <= 0:
-            raise ValueError(f"NPUEstimator.evaluate: steps must be > 0 or None; got {steps}")
+        tf_conformance.check_steps(steps, None)
+        hooks = check_hooks(hooks, "NPUEstimator.evaluate", _HOOKS_WORDING)
         path = self._checkpoint_to_use(checkpoint_path)
-        if path is None:
-            raise ValueError(f"NPUEstimator.evaluate: could not find a trained model (checkpoint) in "
-                             f"{self._model_dir}")
+        if path is None:  # as tf.estimator: evaluate freshly initialised variables, with a warning
+            logger.warning("Could not find trained model in model_dir: %s, running initialization to evaluate.",
+                           self._model_dir)
         plan = self._plan(ModeKeys.EVAL)
         holder = {}
         with plan.environment():
@@ -164,8 +164,9 @@ class NPUEstimator:
             with built.session(plan.target) as sess, distribute_errors.explained(self._config):
                 # Without an explicit checkpoint_path: the newest that restores at this moment (the
                 # one checked above may have been evicted meanwhile by a training job).
-                if building.start(sess, ops, saver, self._model_dir,
-                                  checkpoint_path=_explicit(checkpoint_path, path)) is None:
+                restored = building.start(sess, ops, saver, self._model_dir,
+                                          checkpoint_path=_explicit(checkpoint_path, path), scaffold=spec.scaffold)
+                if path is not None and restored is None:
                     raise ValueError(f"NPUEstimator.evaluate: the checkpoints in {self._model_dir} vanished "
                                      f"before they could be read")
                 runner.after_create_session(sess)
@@ -196,6 +197,7 @@ class NPUEstimator:
         `predict_keys` if given) or, with `yield_single_examples=False`, whole batches. Without a
         checkpoint the variables are freshly initialised (with a warning), as tf.estimator did.
         """
+        hooks = check_hooks(hooks, "NPUEstimator.predict", _HOOKS_WORDING)
         path = self._checkpoint_to_use(checkpoint_path)
         if path is None:
             logger.warning("No checkpoint in %s: predicting with freshly initialised variables", self._model_dir)
@@ -214,7 +216,8 @@ class NPUEstimator:
                 runner, saver, ops = _prepare_restore(built, holder, hooks, spec.prediction_hooks, plan)
             built.graph.finalize()
             with built.session(plan.target) as sess:
-                building.start(sess, ops, saver, self._model_dir, checkpoint_path=_explicit(checkpoint_path, path))
+                building.start(sess, ops, saver, self._model_dir, checkpoint_path=_explicit(checkpoint_path, path),
+                               scaffold=spec.scaffold)
                 runner.after_create_session(sess)
                 options = built.run_options()
                 while True:
@@ -246,8 +249,8 @@ class NPUEstimator:
         """
         path = self._checkpoint_to_use(checkpoint_path)
         if path is None:
-            raise ValueError(f"NPUEstimator.export_saved_model: could not find a trained model (checkpoint) in "
-                             f"{self._model_dir}")
+            raise ValueError(f"NPUEstimator.export_saved_model: Couldn't find trained model at {self._model_dir} "
+                             f"(no checkpoint; train first or give checkpoint_path)")
         return export_lib.export(self, self._plan(ModeKeys.PREDICT), export_dir_base, serving_input_receiver_fn,
                                  _explicit(checkpoint_path, path), assets_extra=assets_extra, as_text=as_text)
 

@@ -16,12 +16,17 @@ import time
 import tensorflow as tf
 
 from . import building, checkpoints
+from .export_output import (DEFAULT_SIGNATURE, ClassificationOutput, ExportOutput, PredictOutput,  # noqa: F401
+                            RegressionOutput, with_default)
 from .spec import ModeKeys
 
 logger = logging.getLogger("npurun")
 _v1 = tf.compat.v1
-DEFAULT_SIGNATURE = "serving_default"
 SINGLE_RECEIVER_KEY = "input"
+
+
+SINGLE_FEATURE_KEY = "feature"
+SINGLE_LABEL_KEY = "label"
 
 
 def _as_dict(tensors, default_key):
@@ -32,36 +37,101 @@ class ServingInputReceiver(collections.namedtuple(
         "ServingInputReceiver", ["features", "receiver_tensors", "receiver_tensors_alternatives"])):
     """What a serving_input_receiver_fn returns.
 
-    `features`: a tensor or dict of tensors passed to model_fn; `receiver_tensors`: a tensor or
-    dict of tensors (usually placeholders) fed by the server, named `input` when a single tensor;
-    `receiver_tensors_alternatives`: optional {name: tensor or dict} giving extra signatures.
+    `features`: a dict of tensors passed to model_fn (a single tensor becomes `{'feature': t}`, as
+    in tf.estimator; use TensorServingInputReceiver to pass it bare); `receiver_tensors`: a tensor
+    or dict of tensors (usually placeholders) fed by the server, named `input` when a single
+    tensor; `receiver_tensors_alternatives`: optional {name: tensor or dict} giving extra signatures.
     """
 
     def __new__(cls, features, receiver_tensors, receiver_tensors_alternatives=None):
         if features is None:
-            raise ValueError("ServingInputReceiver: features must be given")
-        receiver_tensors = _as_dict(receiver_tensors, SINGLE_RECEIVER_KEY)
-        if not receiver_tensors:
-            raise ValueError("ServingInputReceiver: receiver_tensors must not be empty")
-        alternatives = {name: _as_dict(t, SINGLE_RECEIVER_KEY)
-                        for name, t in (receiver_tensors_alternatives or {}).items()}
-        return super().__new__(cls, features, receiver_tensors, alternatives)
+            raise ValueError("ServingInputReceiver: features must be defined")
+        return super().__new__(cls, _as_dict(features, SINGLE_FEATURE_KEY), *_receivers(
+            "ServingInputReceiver", receiver_tensors, receiver_tensors_alternatives))
+
+
+def _receivers(what, receiver_tensors, alternatives):
+    if receiver_tensors is None:
+        raise ValueError(f"{what}: receiver_tensors must be defined")
+    receiver_tensors = _as_dict(receiver_tensors, SINGLE_RECEIVER_KEY)
+    if not receiver_tensors:
+        raise ValueError(f"{what}: receiver_tensors must not be empty")
+    for name in receiver_tensors:
+        if not isinstance(name, str):
+            raise ValueError(f"{what}: receiver_tensors keys must be strings: {name!r}")
+    if alternatives is not None and not isinstance(alternatives, dict):
+        raise ValueError(f"{what}: receiver_tensors_alternatives must be a dict: {alternatives!r}")
+    return receiver_tensors, {name: _as_dict(t, SINGLE_RECEIVER_KEY) for name, t in (alternatives or {}).items()}
+
+
+class TensorServingInputReceiver(collections.namedtuple(
+        "TensorServingInputReceiver", ["features", "receiver_tensors", "receiver_tensors_alternatives"])):
+    """A ServingInputReceiver whose `features` is one tensor, passed to model_fn as it is (not in a dict)."""
+
+    def __new__(cls, features, receiver_tensors, receiver_tensors_alternatives=None):
+        if features is None:
+            raise ValueError("TensorServingInputReceiver: features must be defined")
+        if not tf.is_tensor(features):
+            raise ValueError(f"TensorServingInputReceiver: feature must be a Tensor, SparseTensor, or RaggedTensor; "
+                             f"got {features!r}")
+        return super().__new__(cls, features, *_receivers(
+            "TensorServingInputReceiver", receiver_tensors, receiver_tensors_alternatives))
+
+
+class SupervisedInputReceiver(collections.namedtuple(
+        "SupervisedInputReceiver", ["features", "labels", "receiver_tensors"])):
+    """Features and labels fed from `receiver_tensors` (for exporting training/evaluation graphs)."""
+
+    def __new__(cls, features, labels, receiver_tensors):
+        receiver_tensors, _ = _receivers("SupervisedInputReceiver", receiver_tensors, None)
+        return super().__new__(cls, features, labels, receiver_tensors)
+
+
+def _placeholder_shape(value, batch_size):
+    """The batch dimension replaced by `batch_size`; an unknown rank stays unknown (None)."""
+    shape = tf.TensorShape(value.shape)
+    if shape.rank is None:
+        return None
+    return [batch_size] + shape.as_list()[1:] if shape.rank else []
+
+
+def _placeholders(values, batch_size, prefix=""):
+    return {name: _v1.placeholder(value.dtype, _placeholder_shape(value, batch_size), name=prefix + name)
+            for name, value in values.items()}
 
 
 def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
     """A receiver fn feeding placeholders shaped like `features` (a tensor or dict of tensors, or
-    TensorSpecs), with the batch dimension `default_batch_size` (None: any)."""
+    TensorSpecs), with the batch dimension `default_batch_size` (None: any); a feature of unknown
+    rank gets a placeholder of unknown rank."""
     single = not isinstance(features, dict)
-    specs = _as_dict(features, "feature")
+    specs = _as_dict(features, SINGLE_FEATURE_KEY)
 
     def receiver_fn():
-        placeholders = {}
-        for name, value in specs.items():
-            shape = tf.TensorShape(value.shape)
-            shape = [default_batch_size] + shape.as_list()[1:] if shape.rank else []
-            placeholders[name] = _v1.placeholder(value.dtype, shape, name=name)
-        inputs = placeholders["feature"] if single else placeholders
-        return ServingInputReceiver(inputs, placeholders)
+        placeholders = _placeholders(specs, default_batch_size)
+        if single:
+            return TensorServingInputReceiver(placeholders[SINGLE_FEATURE_KEY], placeholders)
+        return ServingInputReceiver(placeholders, placeholders)
+
+    return receiver_fn
+
+
+def build_raw_supervised_input_receiver_fn(features, labels, default_batch_size=None):
+    """A receiver fn feeding features and labels (tensors or dicts of tensors) through placeholders;
+    their names must not collide. Returns SupervisedInputReceiver(features, labels, receiver_tensors)."""
+    feature_specs, label_specs = _as_dict(features, SINGLE_FEATURE_KEY), _as_dict(labels, SINGLE_LABEL_KEY)
+    clash = set(feature_specs) & set(label_specs)
+    if clash:
+        raise ValueError(f"build_raw_supervised_input_receiver_fn: features and labels cannot share names; "
+                         f"both have {sorted(clash)}")
+
+    def receiver_fn():
+        feature_holders = _placeholders(feature_specs, default_batch_size)
+        label_holders = _placeholders(label_specs, default_batch_size)
+        receiver_tensors = {**feature_holders, **label_holders}
+        return SupervisedInputReceiver(
+            feature_holders if isinstance(features, dict) else feature_holders[SINGLE_FEATURE_KEY],
+            label_holders if isinstance(labels, dict) else label_holders[SINGLE_LABEL_KEY], receiver_tensors)
 
     return receiver_fn
 
@@ -77,28 +147,28 @@ def build_parsing_serving_input_receiver_fn(feature_spec, default_batch_size=Non
     return receiver_fn
 
 
-class PredictOutput:
-    """Serve a tensor or dict of tensors as a predict signature (outputs named `output` if single)."""
+def signature_defs(spec, receiver) -> dict:
+    """The signatures: model_fn's export_outputs (a PREDICT spec always has them) for each receiver.
 
-    def __init__(self, outputs):
-        self.outputs = _as_dict(outputs, "output")
-
-    def as_signature_def(self, receiver_tensors):
-        return _v1.saved_model.signature_def_utils.predict_signature_def(receiver_tensors, self.outputs)
-
-
-def signature_defs(spec, receiver: ServingInputReceiver) -> dict:
-    """The signatures: model_fn's export_outputs (or its predictions) for each receiver."""
-    outputs = dict(spec.export_outputs or {DEFAULT_SIGNATURE: PredictOutput(spec.predictions)})
-    if DEFAULT_SIGNATURE not in outputs:
-        if len(outputs) != 1:
-            raise ValueError(f"export_outputs has several entries ({sorted(outputs)}) and none is "
-                             f"'{DEFAULT_SIGNATURE}'")
-        outputs[DEFAULT_SIGNATURE] = next(iter(outputs.values()))
-    signatures = {name: out.as_signature_def(receiver.receiver_tensors) for name, out in outputs.items()}
-    for alt_name, tensors in receiver.receiver_tensors_alternatives.items():
+    As tf.estimator: a signature the receiver cannot feed (a Classify/Regress output without a
+    single string input) is left out with a warning; none left is a ValueError.
+    """
+    outputs = with_default(spec.export_outputs, spec.predictions)
+    receivers = [("", receiver.receiver_tensors)] + [(f"{alt}:", tensors) for alt, tensors
+                                                      in receiver.receiver_tensors_alternatives.items()]
+    signatures, excluded = {}, {}
+    for prefix, tensors in receivers:
         for name, out in outputs.items():
-            signatures[f"{alt_name}:{name}"] = out.as_signature_def(tensors)
+            try:
+                signatures[prefix + name] = out.as_signature_def(tensors)
+            except ValueError as error:
+                excluded[prefix + name] = str(error)
+    for name, why in excluded.items():
+        logger.warning("Signature %r is left out of the export: %s", name, why)
+    if not signatures:
+        raise ValueError(f"Export includes no signatures! Every export output was left out: {excluded}")
+    if DEFAULT_SIGNATURE not in signatures:
+        logger.warning("Export includes no default signature (%r)", DEFAULT_SIGNATURE)
     return signatures
 
 
@@ -106,13 +176,16 @@ def export(estimator, plan, export_dir_base, serving_input_receiver_fn, checkpoi
            as_text=False) -> str:
     """Write the SavedModel (see NPUEstimator.export_saved_model); returns the export directory.
     `checkpoint_path` None: the newest checkpoint of the model_dir that restores."""
+    if isinstance(export_dir_base, bytes):  # tf.estimator accepts (and returns) bytes paths
+        export_dir_base = export_dir_base.decode("utf-8")
+    export_dir_base = os.fspath(export_dir_base)
     holder = {}
 
     def receive():
         holder["receiver"] = receiver = serving_input_receiver_fn()
-        if not isinstance(receiver, ServingInputReceiver):
-            raise TypeError(f"serving_input_receiver_fn must return a ServingInputReceiver; got "
-                            f"{type(receiver).__name__}")
+        if not isinstance(receiver, (ServingInputReceiver, TensorServingInputReceiver)):
+            raise TypeError(f"serving_input_receiver_fn must return a ServingInputReceiver or "
+                            f"TensorServingInputReceiver; got {type(receiver).__name__}")
         return receiver.features, None
 
     with plan.environment():

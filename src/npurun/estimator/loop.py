@@ -46,8 +46,8 @@ STALL_LIMIT = 100  # runs in a row without global-step progress (not loss-scale 
 OVERFLOW_LIMIT = 2000  # runs in a row skipped for loss-scale overflow before the error
 
 
-class NanLossDuringTrainingError(RuntimeError):
-    """The training loss became NaN."""
+class NanLossDuringTrainingError(_v1.train.NanLossDuringTrainingError):
+    """The training loss became NaN (TensorFlow's class, so `except` on either catches it)."""
 
 
 class GlobalStepStalledError(RuntimeError):

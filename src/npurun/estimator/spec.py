@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 from typing import Any, Callable, Optional, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 
@@ -21,53 +22,60 @@ class ModeKeys:
     ALL = (TRAIN, EVAL, PREDICT)
 
 
+# tf.estimator.EstimatorSpec's fields, in its order (model functions may pass them positionally).
 _SpecTuple = collections.namedtuple(
     "EstimatorSpec",
-    ["mode", "predictions", "loss", "train_op", "eval_metric_ops", "export_outputs", "training_hooks",
-     "evaluation_hooks", "prediction_hooks", "scaffold"])
+    ["mode", "predictions", "loss", "train_op", "eval_metric_ops", "export_outputs", "training_chief_hooks",
+     "training_hooks", "scaffold", "evaluation_hooks", "prediction_hooks"])
 
 
 class EstimatorSpec(_SpecTuple):
     """The ops a model_fn built for one mode.
 
-    Rules (checked here, so a wrong spec fails where it is built):
+    Rules (checked here, as tf.estimator checks them, so a wrong spec fails where it is built;
+    messages keep tf.estimator's wording, e.g. "Missing loss."):
       - `mode` is one of `ModeKeys`.
-      - TRAIN needs `loss` (a scalar) and `train_op`; the train_op should advance the global step
+      - TRAIN needs `loss` (a scalar, or shape [1]) and `train_op` (a tensor or op); the train_op
+        should advance the global step
         (`optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())`).
       - EVAL needs `loss`; `eval_metric_ops` maps names to `(value_op, update_op)` pairs such as
-        those of `tf.compat.v1.metrics`.
+        those of `tf.compat.v1.metrics`, or to Keras metric objects whose `update_state` model_fn
+        called (see keras_metrics.py).
       - PREDICT needs `predictions`, a tensor or a dict of tensors whose first dimension is the batch.
-      - `export_outputs` maps signature names to export outputs (see `npurun.estimator.export`);
-        when None, exporting serves `predictions` under `serving_default`.
-      - the `*_hooks` are `tf.compat.v1.train.SessionRunHook`s run in that mode.
-      - `scaffold` is accepted for compatibility; only its `saver` (if set) is used.
+      - tensors and ops come from the graph model_fn was called in.
+      - `export_outputs` maps signature names to export outputs (see `export_output`); for PREDICT
+        the default serves `predictions` under `serving_default`.
+      - the `*_hooks` are `tf.compat.v1.train.SessionRunHook`s run in that mode;
+        `training_chief_hooks` only on the chief.
+      - `scaffold` is a `tf.compat.v1.train.Scaffold`: its saver (a Saver or a `tf.train.Checkpoint`),
+        init_op, init_feed_dict, init_fn, ready_op and local_init_op are used (see scaffolds.py).
     """
 
     def __new__(cls, mode, predictions=None, loss=None, train_op=None, eval_metric_ops=None,
-                export_outputs=None, training_hooks=None, evaluation_hooks=None, prediction_hooks=None,
-                scaffold=None, **extra):
+                export_outputs=None, training_chief_hooks=None, training_hooks=None, scaffold=None,
+                evaluation_hooks=None, prediction_hooks=None, **extra):
+        if extra:
+            raise TypeError(f"EstimatorSpec got unexpected keyword argument(s) {sorted(extra)}")
         if mode not in ModeKeys.ALL:
             raise ValueError(f"EstimatorSpec: mode must be one of {ModeKeys.ALL}; got {mode!r}")
-        if mode == ModeKeys.TRAIN and (loss is None or train_op is None):
-            raise ValueError("EstimatorSpec: TRAIN mode needs both `loss` and `train_op`")
-        if mode == ModeKeys.EVAL and loss is None:
-            raise ValueError("EstimatorSpec: EVAL mode needs `loss`")
-        if mode == ModeKeys.PREDICT and predictions is None:
-            raise ValueError("EstimatorSpec: PREDICT mode needs `predictions`")
-        if loss is not None:
-            loss = _scalar_loss(loss)
-        eval_metric_ops = dict(eval_metric_ops or {})
-        for name, pair in eval_metric_ops.items():
-            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-                raise TypeError(f"EstimatorSpec: eval_metric_ops[{name!r}] must be a (value_op, update_op) "
-                                f"pair; got {type(pair).__name__}")
+        from . import spec_checks
+
+        train_op = spec_checks.train_op(train_op, mode)
+        loss = spec_checks.loss(loss, mode)
+        predictions = spec_checks.predictions(predictions, mode)
+        eval_metric_ops = spec_checks.eval_metric_ops(eval_metric_ops)
+        if mode == ModeKeys.PREDICT:
+            from .export_output import with_default
+
+            export_outputs = with_default(export_outputs, predictions)
+        scaffold = spec_checks.scaffold(scaffold)
         hooks = {}
-        for label, value in (("training_hooks", training_hooks), ("evaluation_hooks", evaluation_hooks),
-                             ("prediction_hooks", prediction_hooks)):
-            hooks[label] = tuple(_check_hooks(value or (), f"EstimatorSpec.{label}"))
+        for label, value in (("training_chief_hooks", training_chief_hooks), ("training_hooks", training_hooks),
+                             ("evaluation_hooks", evaluation_hooks), ("prediction_hooks", prediction_hooks)):
+            hooks[label] = tuple(check_hooks(value, f"EstimatorSpec.{label}"))
         self = super().__new__(cls, mode, predictions, loss, train_op, eval_metric_ops, export_outputs,
-                               hooks["training_hooks"], hooks["evaluation_hooks"], hooks["prediction_hooks"],
-                               scaffold)
+                               hooks["training_chief_hooks"], hooks["training_hooks"], scaffold,
+                               hooks["evaluation_hooks"], hooks["prediction_hooks"])
         return self
 
     @property
@@ -89,10 +97,11 @@ class NPUEstimatorSpec(EstimatorSpec):
     """
 
     def __new__(cls, mode, predictions=None, loss=None, train_op=None, eval_metric_ops=None,
-                export_outputs=None, training_hooks=None, evaluation_hooks=None, prediction_hooks=None,
-                scaffold=None, host_call=None, **extra):
+                export_outputs=None, training_chief_hooks=None, training_hooks=None, scaffold=None,
+                evaluation_hooks=None, prediction_hooks=None, host_call=None, **extra):
         self = super().__new__(cls, mode, predictions, loss, train_op, eval_metric_ops, export_outputs,
-                               training_hooks, evaluation_hooks, prediction_hooks, scaffold)
+                               training_chief_hooks, training_hooks, scaffold, evaluation_hooks, prediction_hooks,
+                               **extra)
         if host_call is not None:
             if not (isinstance(host_call, (tuple, list)) and len(host_call) == 2 and callable(host_call[0])):
                 raise TypeError("NPUEstimatorSpec: host_call must be a (fn, tensors) pair with a callable fn")
@@ -106,40 +115,56 @@ class NPUEstimatorSpec(EstimatorSpec):
         return self._host_call
 
 
-def _scalar_loss(loss):
-    loss = tf.convert_to_tensor(loss)
-    if loss.shape.rank not in (None, 0):
-        if loss.shape.num_elements() == 1:
-            return tf.reshape(loss, [])
-        raise ValueError(f"EstimatorSpec: loss must be a scalar; got shape {loss.shape}")
-    return loss
-
-
-def _check_hooks(hooks, where):
+def check_hooks(hooks, where, wording="All hooks must be SessionRunHook instances, given:"):
+    """The hooks as a list; TypeError (tf.estimator's `wording`) for anything not a SessionRunHook."""
+    if hooks is None:
+        return []
+    if isinstance(hooks, (str, bytes)) or not hasattr(hooks, "__iter__"):
+        raise TypeError(f"{where}: hooks must be a list of tf.compat.v1.train.SessionRunHook; got {hooks!r}")
+    hooks = list(hooks)
     for hook in hooks:
         if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
-            raise TypeError(f"{where}: every hook must be a tf.compat.v1.train.SessionRunHook; "
-                            f"got {type(hook).__name__}")
-        yield hook
+            raise TypeError(f"{where}: {wording} {hook!r} "
+                            f"({type(hook).__name__}; hooks subclass tf.compat.v1.train.SessionRunHook)")
+    return hooks
+
+
+def _positive_int(value, name, allow_none=True):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"Must specify {name} > 0, given: {value!r}")
+    return int(value)
+
+
+def _callable_input_fn(input_fn, where):
+    if not callable(input_fn):
+        raise TypeError(f"{where}: `input_fn` must be callable, given: {input_fn!r}")
 
 
 class TrainSpec(collections.namedtuple("TrainSpec", ["input_fn", "max_steps", "hooks", "saving_listeners"])):
-    """Training half of `train_and_evaluate`: `input_fn`, `max_steps` (None: until input ends), `hooks`."""
+    """Training half of `train_and_evaluate`: `input_fn`, `max_steps` (None: until input ends), `hooks`,
+    `saving_listeners` (tf.compat.v1.train.CheckpointSaverListener)."""
 
     def __new__(cls, input_fn: Callable, max_steps: Optional[int] = None, hooks: Sequence = (),
                 saving_listeners: Sequence = ()):
-        if not callable(input_fn):
-            raise TypeError("TrainSpec: input_fn must be callable")
-        if max_steps is not None and max_steps <= 0:
-            raise ValueError(f"TrainSpec: max_steps must be > 0; got {max_steps}")
-        return super().__new__(cls, input_fn, max_steps, tuple(hooks or ()), tuple(saving_listeners or ()))
+        _callable_input_fn(input_fn, "TrainSpec")
+        max_steps = _positive_int(max_steps, "max_steps")
+        hooks = check_hooks(hooks, "TrainSpec.hooks")
+        listeners = list(saving_listeners or ())
+        for listener in listeners:
+            if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
+                raise TypeError(f"TrainSpec: All saving_listeners must be CheckpointSaverListener instances, "
+                                f"given: {listener!r}")
+        return super().__new__(cls, input_fn, max_steps, tuple(hooks), tuple(listeners))
 
 
 class EvalSpec(collections.namedtuple(
         "EvalSpec", ["input_fn", "steps", "name", "hooks", "exporters", "start_delay_secs", "throttle_secs"])):
     """Evaluation half of `train_and_evaluate`.
 
-    `steps` batches per evaluation (None: until input ends); `exporters` have
+    `steps` batches per evaluation (None: until input ends); `exporters` (an Exporter or a list
+    of them with distinct names, see exporters.py) have
     `export(estimator, export_path, checkpoint_path, eval_result, is_the_final_export)` and `name`;
     `throttle_secs`: at least this many seconds between evaluations after new checkpoints;
     `start_delay_secs` is accepted for compatibility (in-process training has nothing to wait for).
@@ -148,16 +173,25 @@ class EvalSpec(collections.namedtuple(
     def __new__(cls, input_fn: Callable, steps: Optional[int] = 100, name: Optional[str] = None,
                 hooks: Sequence = (), exporters: Any = None, start_delay_secs: float = 120,
                 throttle_secs: float = 600):
-        if not callable(input_fn):
-            raise TypeError("EvalSpec: input_fn must be callable")
-        if steps is not None and steps <= 0:
-            raise ValueError(f"EvalSpec: steps must be > 0 or None; got {steps}")
-        if throttle_secs < 0 or start_delay_secs < 0:
-            raise ValueError("EvalSpec: throttle_secs and start_delay_secs must be >= 0")
+        _callable_input_fn(input_fn, "EvalSpec")
+        steps = _positive_int(steps, "steps")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"EvalSpec: `name` must be string, given: {name!r}")
+        hooks = check_hooks(hooks, "EvalSpec.hooks")
+        for label, value in (("start_delay_secs", start_delay_secs), ("throttle_secs", throttle_secs)):
+            if value is None or value < 0:
+                raise ValueError(f"EvalSpec: Must specify {label} >= 0, given: {value!r}")
         if exporters is None:
             exporters = ()
         elif not isinstance(exporters, (list, tuple)):
             exporters = (exporters,)
-        return super().__new__(cls, input_fn, steps, name, tuple(hooks or ()), tuple(exporters),
+        names = set()
+        for exporter in exporters:
+            if not (hasattr(exporter, "export") and hasattr(exporter, "name")):
+                raise TypeError(f"EvalSpec: `exporters` must be an Exporter, an iterable of Exporter, or `None`, "
+                                f"found {exporter!r}")
+            if exporter.name is None or exporter.name in names:
+                raise ValueError("EvalSpec: `exporters` must have unique names. Such a name cannot be `None`.")
+            names.add(exporter.name)
+        return super().__new__(cls, input_fn, steps, name, tuple(hooks), tuple(exporters),
                                start_delay_secs, throttle_secs)
-

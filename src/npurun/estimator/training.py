@@ -16,20 +16,28 @@ logger = logging.getLogger("npurun")
 class _EvaluateAfterSave(tf.compat.v1.train.CheckpointSaverListener):
     """Evaluates (and runs the exporters) after a checkpoint when `throttle_secs` passed since the last."""
 
-    def __init__(self, estimator, eval_spec: EvalSpec):
+    def __init__(self, estimator, eval_spec: EvalSpec, max_steps=None):
         self._estimator = estimator
         self._spec = eval_spec
+        self._max_steps = max_steps
         self._last_time = None
         self.last_step = None
         self.last_result = None
         self.export_results = []
 
+    def begin(self):
+        self._first_save = True
+
     def after_save(self, session, global_step_value):
+        if getattr(self, "_first_save", False):  # the checkpoint of the untrained start: nothing to evaluate
+            self._first_save = False
+            return False
         now = time.monotonic()
         if self._last_time is not None and now - self._last_time < self._spec.throttle_secs:
             return False
         self._last_time = now
-        self.evaluate(global_step_value, final=False)
+        # As tf.estimator: the evaluation at max_steps is the final one (FinalExporter exports there).
+        self.evaluate(global_step_value, final=self._max_steps is not None and global_step_value >= self._max_steps)
         return False
 
     def evaluate(self, step, final):
@@ -38,9 +46,11 @@ class _EvaluateAfterSave(tf.compat.v1.train.CheckpointSaverListener):
                                                     hooks=self._spec.hooks, name=self._spec.name,
                                                     checkpoint_path=path)
         self.last_step = step
-        for exporter in self._spec.exporters:
-            base = os.path.join(self._estimator.model_dir, "export", exporter.name)
-            self.export_results.append(exporter.export(self._estimator, base, path, self.last_result, final))
+        # As tf.estimator: train_and_evaluate returns the last evaluation's export results, one per exporter.
+        self.export_results = [
+            exporter.export(self._estimator, os.path.join(self._estimator.model_dir, "export", exporter.name), path,
+                            self.last_result, final)
+            for exporter in self._spec.exporters]
 
 
 def train_and_evaluate(estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
@@ -49,13 +59,20 @@ def train_and_evaluate(estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
     Rules (the local mode of tf.estimator.train_and_evaluate): an evaluation runs after a
     checkpoint is saved when at least `eval_spec.throttle_secs` passed since the previous one, and
     always once when training ends (on the final checkpoint). Exporters run after each evaluation.
-    Returns `(last evaluation result, list of export results)`.
+    Returns `(last evaluation result, the last evaluation's export results, one per exporter)`.
     """
+    from .estimator import NPUEstimator
+
     if not isinstance(train_spec, TrainSpec):
-        raise TypeError(f"train_and_evaluate: train_spec must be a TrainSpec; got {type(train_spec).__name__}")
+        raise TypeError(f"train_and_evaluate: `train_spec` must have type `tf.estimator.TrainSpec` (a TrainSpec). "
+                        f"Got: {type(train_spec).__name__}")
     if not isinstance(eval_spec, EvalSpec):
-        raise TypeError(f"train_and_evaluate: eval_spec must be an EvalSpec; got {type(eval_spec).__name__}")
-    listener = _EvaluateAfterSave(estimator, eval_spec)
+        raise TypeError(f"train_and_evaluate: `eval_spec` must have type `tf.estimator.EvalSpec` (an EvalSpec). "
+                        f"Got: {type(eval_spec).__name__}")
+    if not isinstance(estimator, NPUEstimator):
+        raise TypeError(f"train_and_evaluate: `estimator` must have type `tf.estimator.Estimator` (an NPUEstimator). "
+                        f"Got: {type(estimator).__name__}")
+    listener = _EvaluateAfterSave(estimator, eval_spec, train_spec.max_steps)
     estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps,
                     saving_listeners=list(train_spec.saving_listeners) + [listener])
     latest = checkpoints.latest_checkpoint(estimator.model_dir)

@@ -70,7 +70,8 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 where = "inside the device loop" if iterations > 1 else "inside the XLA-compiled step"
                 last_loss = program.losses[-1] if program.losses is not None else program.loss
                 inner = InnerFetches(graph, [(spec.loss, last_loss)], where)
-            all_hooks = list(hooks) + list(spec.training_hooks) + list(plan.hooks)
+            chief_hooks = list(spec.training_chief_hooks) if chief else []  # as tf.estimator: the chief only
+            all_hooks = list(hooks) + list(spec.training_hooks) + chief_hooks + list(plan.hooks)
             if inner is not None:
                 inner.adopt(all_hooks)
             runner = HookRunner(all_hooks, inner)
@@ -98,7 +99,7 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
         try:
             with built.session(plan.target) as sess, distribute_errors.explained(config):
                 building.start(sess, start_ops, savers, model_dir, quarantine=saving, resume_input=True,
-                               wait_for_initialization=plan.wait_for_initialization)
+                               wait_for_initialization=plan.wait_for_initialization, scaffold=spec.scaffold)
                 start_step = int(sess.run(program.global_step))
                 last_step = start_step + steps if steps is not None else max_steps
                 if last_step is not None and start_step >= last_step:
@@ -108,6 +109,7 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 runner.after_create_session(sess)
                 if writer_ckpt is not None:
                     writer_ckpt.begin(sess)
+                    writer_ckpt.save(sess, start_step)  # as tf.estimator: the state training starts from
                 loop = TrainingLoop(sess, program, Schedules(
                     checkpoint_steps=config.save_checkpoints_steps, checkpoint_secs=config.save_checkpoints_secs,
                     summary_steps=config.save_summary_steps, log_steps=options["log_step_count_steps"]),

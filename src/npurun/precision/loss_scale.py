@@ -205,9 +205,18 @@ class LossScaleLoggingHook(_v1.train.SessionRunHook):
 
     def begin(self):
         states = _v1.get_default_graph().get_collection(MANAGERS_COLLECTION)
-        self._fetches = [(s.scale.read_value(), s.skipped_steps.read_value()) for s in states]
+        self._fetches = [self._read_if_initialized(s) for s in states]
         self._runs = 0
         self._last_skipped = None
+
+    @staticmethod
+    def _read_if_initialized(state):
+        """(scale, skipped steps), or (NaN, -1) while the variables are not initialized: sess.run
+        scripts run other things (the variable initializer, iterator initializers) before them."""
+        with _v1.name_scope("loss_scale_logging"):
+            ready = tf.logical_and(state.scale.is_initialized(), state.skipped_steps.is_initialized())
+            return _v1.cond(ready, lambda: (state.scale.read_value(), state.skipped_steps.read_value()),
+                            lambda: (tf.constant(float("nan")), tf.constant(-1, tf.int64)))
 
     def is_idle(self) -> bool:
         """Without a loss-scale manager in the graph this hook has nothing to do: the Estimator's
@@ -220,8 +229,10 @@ class LossScaleLoggingHook(_v1.train.SessionRunHook):
     def after_run(self, run_context, run_values):
         if not self._fetches:
             return
-        self._runs += 1
         values = run_values.results
+        if any(int(k) < 0 for _, k in values):
+            return  # before the variables were initialized: nothing to log, not counted
+        self._runs += 1
         skipped = [int(k) for _, k in values]
         periodic = bool(self._every_n_runs) and self._runs % self._every_n_runs == 0
         newly = [] if self._last_skipped is None else [a - b for a, b in zip(skipped, self._last_skipped)]

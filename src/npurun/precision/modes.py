@@ -2,6 +2,10 @@
 
 What each precision_mode does here (`contribute`):
 
+Low-precision modes first go through the machine's policy (`policy.decide`, TensorFlow-free):
+on a CPU where the low dtype was not measured within 1.2x of float32's speed they run in
+float32 with one warning, unless NPURUN_FORCE_LOW_PRECISION=1. When they do lower ops:
+
 | precision_mode | session |
 |---|---|
 | None / `allow_fp32_to_fp16` | graph unchanged; TF32 as the process has it (TensorFlow's default: on) |
@@ -45,7 +49,7 @@ from tensorflow.python.framework import kernels, op_def_registry
 from tensorflow.python.util import _pywrap_util_port
 
 from ..config import parsers
-from . import lists, op_names
+from . import lists, op_names, policy
 from .loss_scale import LossScaleLoggingHook
 
 _v1 = tf.compat.v1
@@ -175,6 +179,12 @@ def contribute(options, mode: str, plan) -> None:
     if precision_mode not in FP16_MIXED_MODES + (BF16_MODE, FORCE_FP16):
         return
 
+    decision = policy.decide(precision_mode, gpu=_uses_gpu(plan), features=policy.cpu_features(),
+                             force=policy.forced())
+    if decision.dtype is None:  # the machine's policy: float32 here (policy.py says why)
+        policy.warn_once(decision)
+        return
+
     rewrite = plan.config_proto.graph_options.rewrite_options
     if precision_mode == BF16_MODE:
         dtype, device_type = "bfloat16", "CPU"
@@ -188,12 +198,10 @@ def contribute(options, mode: str, plan) -> None:
                           "GPU stay float32", UserWarning, stacklevel=2)
         rewrite.auto_mixed_precision_onednn_bfloat16 = ON
     else:
-        dtype = "float16"
-        if _uses_gpu(plan):
-            device_type = "GPU"
+        dtype, device_type = "float16", decision.device
+        if device_type == "GPU":
             rewrite.auto_mixed_precision = ON
         else:
-            device_type = "CPU"
             rewrite.auto_mixed_precision_cpu = ON
             plan.env[EMULATE_FP16_ENV] = "0"
 

@@ -324,6 +324,26 @@ def parse_profiling_options(text: str) -> ProfilingOptions:
     return ProfilingOptions(tuple(_load_json_object(text, "profiling options").items()))
 
 
+_LEGACY_LIST = re.compile(r"\s*[A-Za-z_]+(\s*:\s*[A-Za-z_]+)*\s*")
+
+
+def is_legacy_profiling_list(text: object) -> bool:
+    """Older adapters' form of profiling_options: switch names joined by ':' ('training_trace:task_trace')."""
+    return isinstance(text, str) and bool(_LEGACY_LIST.fullmatch(text))
+
+
+def legacy_profiling_options(names: Collection[str], extra: dict[str, str]) -> ProfilingOptions:
+    """The switches `names` (older adapters' list form) turned "on", with the keys in `extra` added.
+
+    Every name must be an on/off key (`training_trace`, `task_trace`, ...); anything else is a
+    ValueError quoting it."""
+    names = [name.strip() for name in names]
+    for name in names:
+        if name not in _SWITCH_KEYS:
+            raise ValueError(f"profiling switch {_q(name)} is not known; allowed: {', '.join(_SWITCH_KEYS)}")
+    return ProfilingOptions(tuple({**extra, **{name: "on" for name in names}}.items()))
+
+
 def format_profiling_options(value: ProfilingOptions) -> str:
     """Canonical text: compact JSON with sorted keys."""
     return json.dumps(dict(value.items), sort_keys=True, separators=(",", ":"), ensure_ascii=False)

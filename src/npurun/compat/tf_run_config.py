@@ -1,0 +1,253 @@
+"""`tf.estimator.RunConfig` as an NPURunConfig, with tf.estimator's signature, defaults and rules.
+
+Rules (tf.estimator's, kept here so code written for it behaves the same):
+  - with neither `save_checkpoints_steps` nor `save_checkpoints_secs` given, a checkpoint every
+    600 seconds; both given as None disables checkpoints; both set is an error;
+  - `replace(save_checkpoints_steps=N)` drops the other interval (and the reverse), so replacing
+    one does not conflict with the 600 s default;
+  - `TF_CONFIG` may also hold `model_dir` (the default model_dir; a different one given to the
+    constructor is an error), `session_master` (the `master`) and `service` (a dict, `service`);
+  - `cluster_spec` is a `tf.train.ClusterSpec`;
+  - `device_fn(op) -> device` places the model's ops (exactly one argument, `op`).
+Arguments NPURunConfig has no use for (`protocol`, `experimental_distribute`, ...) are kept as
+attributes and give a warning when not at their default. NPURunConfig's own options are
+accepted as keywords too.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import warnings
+
+from ..config import NPURunConfig
+
+# tf.estimator.RunConfig's parameters, in order (positional use maps by this order), with its defaults.
+_DEFAULT = object()  # "not given": distinguishes the 600 s default from an explicit None
+TF_RUN_CONFIG_PARAMETERS = (
+    ("model_dir", None), ("tf_random_seed", None), ("save_summary_steps", 100),
+    ("save_checkpoints_steps", _DEFAULT), ("save_checkpoints_secs", _DEFAULT), ("session_config", None),
+    ("keep_checkpoint_max", 5), ("keep_checkpoint_every_n_hours", 10000), ("log_step_count_steps", 100),
+    ("train_distribute", None), ("device_fn", None), ("protocol", None), ("eval_distribute", None),
+    ("experimental_distribute", None), ("experimental_max_worker_delay_secs", None),
+    ("session_creation_timeout_secs", 7200), ("checkpoint_save_graph_def", True),
+)
+TF_DEFAULT_CHECKPOINT_SECS = 600  # tf.estimator.RunConfig saves every 600 s when no interval is given
+_KEPT = {"device_fn", "protocol", "experimental_distribute", "experimental_max_worker_delay_secs",
+         "session_creation_timeout_secs", "checkpoint_save_graph_def"}
+_HONOURED = {"device_fn"}
+SAVE_CKPT_ERR = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
+
+
+class _RunConfigMeta(type):
+    # Any NPURunConfig is a RunConfig, as the adapter's NPURunConfig subclasses tf.estimator.RunConfig.
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, NPURunConfig)
+
+    def __subclasscheck__(cls, subclass):
+        return issubclass(subclass, NPURunConfig)
+
+
+def _tf_config() -> dict:
+    raw = os.environ.get("TF_CONFIG", "").strip()
+    try:
+        parsed = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}  # NPURunConfig reports a malformed TF_CONFIG, naming the problem
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _is_int(value) -> bool:
+    import numbers
+
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+# tf.estimator.RunConfig's own checks, with its wording (NPURunConfig's checks follow, naming what is allowed).
+_TF_CHECKS = (
+    ("model_dir", lambda v: bool(v), "model_dir should be non-empty"),
+    ("save_summary_steps", lambda v: not _is_int(v) or v >= 0, "save_summary_steps should be >= 0"),
+    ("save_checkpoints_steps", lambda v: not _is_int(v) or v >= 0, "save_checkpoints_steps should be >= 0"),
+    ("save_checkpoints_secs", lambda v: not isinstance(v, (int, float)) or v >= 0,
+     "save_checkpoints_secs should be >= 0"),
+    ("keep_checkpoint_max", lambda v: not _is_int(v) or v >= 0, "keep_checkpoint_max should be >= 0"),
+    ("keep_checkpoint_every_n_hours", lambda v: not isinstance(v, (int, float)) or v > 0,
+     "keep_checkpoint_every_n_hours should be > 0"),
+    ("log_step_count_steps", lambda v: not _is_int(v) or v > 0, "log_step_count_steps should be > 0"),
+    ("tf_random_seed", _is_int, "tf_random_seed must be integer."),
+)
+
+
+def _tf_checks(options):
+    for name, accepted, message in _TF_CHECKS:
+        value = options.get(name)
+        if value is not None and value is not _DEFAULT and not accepted(value):
+            raise ValueError(f"RunConfig: {message} (got {name}={value!r})")
+    config = options.get("session_config")
+    if config is not None and type(config).__name__ != "ConfigProto":
+        raise ValueError(f"RunConfig: session_config must be instance of ConfigProto (got {config!r})")
+
+
+def _check_device_fn(device_fn):
+    if device_fn is None:
+        return
+    try:
+        names = [p.name for p in inspect.signature(device_fn).parameters.values()]
+    except (TypeError, ValueError):
+        names = None
+    if not callable(device_fn) or names != ["op"]:
+        raise ValueError(f'RunConfig: device_fn must be callable with exactly one argument "op"; got {device_fn!r}')
+
+
+class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
+    """`tf.estimator.RunConfig(model_dir, tf_random_seed, ...)` as an NPURunConfig (see the module doc)."""
+
+    def __init__(self, *args, **kwargs):
+        names = [name for name, _ in TF_RUN_CONFIG_PARAMETERS]
+        if len(args) > len(names):
+            raise TypeError(f"RunConfig() takes at most {len(names)} positional arguments ({len(args)} given)")
+        for name, value in zip(names, args):
+            if name in kwargs:
+                raise TypeError(f"RunConfig() got multiple values for argument {name!r}")
+            kwargs[name] = value
+        defaults = dict(TF_RUN_CONFIG_PARAMETERS)
+        tf_config = _tf_config()
+        given = dict(kwargs)
+        options, kept = {}, {}
+        for name, value in kwargs.items():
+            if name in _KEPT:
+                kept[name] = value
+                if name not in _HONOURED and value is not defaults[name] and value != defaults[name]:
+                    warnings.warn(f"tf.estimator.RunConfig: argument {name}={value!r} has no effect with npurun",
+                                  UserWarning, stacklevel=2)
+            elif name in NPURunConfig.OPTIONS:
+                options[name] = value
+            else:
+                raise TypeError(f"RunConfig() got an unexpected keyword argument {name!r}")
+        _check_device_fn(kept.get("device_fn"))
+        _tf_checks(options)
+        if "model_dir" in tf_config:
+            if options.get("model_dir") is not None and os.fspath(options["model_dir"]) != tf_config["model_dir"]:
+                raise ValueError(f"model_dir are set both in constructor and TF_CONFIG, but with different values: "
+                                 f"{options['model_dir']!r} and {tf_config['model_dir']!r}")
+            options["model_dir"] = tf_config["model_dir"]
+        service = tf_config.get("service")
+        if service is not None and not isinstance(service, dict):
+            raise TypeError(f'If "service" is set in TF_CONFIG, it must be a dict. Given {type(service)}')
+        options.setdefault("save_summary_steps", defaults["save_summary_steps"])
+        steps = options.get("save_checkpoints_steps", _DEFAULT)
+        secs = options.get("save_checkpoints_secs", _DEFAULT)
+        self_disabled = False
+        if steps is _DEFAULT and secs is _DEFAULT:
+            options.pop("save_checkpoints_steps", None)
+            options["save_checkpoints_secs"] = TF_DEFAULT_CHECKPOINT_SECS
+        elif steps is not _DEFAULT and secs is not _DEFAULT and steps is not None and secs is not None:
+            raise ValueError(f"RunConfig: {SAVE_CKPT_ERR} (got save_checkpoints_steps={steps!r}, "
+                             f"save_checkpoints_secs={secs!r}); set one of them")
+        elif steps in (None, _DEFAULT) and secs in (None, _DEFAULT):
+            # One or both given as None, none set: tf.estimator then saves no checkpoints.
+            options.pop("save_checkpoints_secs", None)
+            options["save_checkpoints_steps"] = 0
+            self_disabled = True
+        else:
+            for name in ("save_checkpoints_steps", "save_checkpoints_secs"):
+                if options.get(name, _DEFAULT) in (None, _DEFAULT):
+                    options.pop(name, None)
+        super().__init__(**options)
+        self._tf_given = given
+        self._kept = {name: kept.get(name, defaults[name]) for name in _KEPT}
+        self._checkpoints_disabled = self_disabled
+        self._session_master = tf_config.get("session_master")
+        self._service = service
+
+    def replace(self, **changes) -> "RunConfig":
+        """A new RunConfig with `changes`; replacing one checkpoint interval drops the other."""
+        known = {name for name, _ in TF_RUN_CONFIG_PARAMETERS} | set(NPURunConfig.OPTIONS)
+        for name in changes:
+            if name not in known:
+                raise ValueError(f"Replacing {name} is not supported: RunConfig has no argument {name!r}")
+        arguments = {**self._tf_given, **changes}
+        if "save_checkpoints_steps" in changes and "save_checkpoints_secs" not in changes \
+                and changes["save_checkpoints_steps"] is not None:
+            arguments["save_checkpoints_secs"] = None
+        elif "save_checkpoints_secs" in changes and "save_checkpoints_steps" not in changes \
+                and changes["save_checkpoints_secs"] is not None:
+            arguments["save_checkpoints_steps"] = None
+        if "model_dir" in changes and "model_dir" in _tf_config():
+            arguments.pop("model_dir")  # TF_CONFIG's model_dir, re-read; a different one is an error
+            if changes["model_dir"] is not None:
+                arguments["model_dir"] = changes["model_dir"]
+        return type(self)(**arguments)
+
+    # ---- what tf.estimator.RunConfig exposes beyond NPURunConfig -----------------------------------
+    @property
+    def save_checkpoints_steps(self):
+        return None if self._checkpoints_disabled else self.options["save_checkpoints_steps"]
+
+    @property
+    def save_checkpoints_secs(self):
+        return None if self._checkpoints_disabled else self.options["save_checkpoints_secs"]
+
+    # An evaluator task is not part of the training cluster (tf.estimator's rule).
+    def _is_evaluator(self) -> bool:
+        return self.task_type == "evaluator"
+
+    @property
+    def cluster_spec(self):
+        import tensorflow as tf
+
+        return tf.train.ClusterSpec({} if self._is_evaluator() else super().cluster_spec)
+
+    @property
+    def num_worker_replicas(self) -> int:
+        return 0 if self._is_evaluator() else super().num_worker_replicas
+
+    @property
+    def num_ps_replicas(self) -> int:
+        return 0 if self._is_evaluator() else super().num_ps_replicas
+
+    @property
+    def global_id_in_cluster(self):
+        return None if self._is_evaluator() else super().global_id_in_cluster
+
+    @property
+    def master(self) -> str:
+        if self._session_master is not None:
+            return self._session_master
+        return "" if self._is_evaluator() else super().master
+
+    @property
+    def evaluation_master(self) -> str:
+        return _tf_config().get("eval_session_master", "")
+
+    @property
+    def service(self):
+        """TF_CONFIG's `service` dict, or None."""
+        return self._service
+
+    @property
+    def device_fn(self):
+        return self._kept["device_fn"]
+
+    @property
+    def protocol(self):
+        return self._kept["protocol"]
+
+    @property
+    def experimental_max_worker_delay_secs(self):
+        return self._kept["experimental_max_worker_delay_secs"]
+
+    @property
+    def session_creation_timeout_secs(self):
+        return self._kept["session_creation_timeout_secs"]
+
+    @property
+    def checkpoint_save_graph_def(self):
+        return self._kept["checkpoint_save_graph_def"]
+
+
+RunConfig.__init__.__signature__ = inspect.Signature(
+    [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    + [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                         default=None if default is _DEFAULT else default)
+       for name, default in TF_RUN_CONFIG_PARAMETERS])

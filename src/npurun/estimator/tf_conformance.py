@@ -1,0 +1,67 @@
+"""Small behaviours of tf.estimator's Estimator that NPUEstimator keeps, gathered in one place.
+
+  - `config.model_dir` is the estimator's model_dir (given to the Estimator, or created);
+  - `RunConfig.device_fn(op)` places the model's ops;
+  - a checkpoint variable whose shape differs from the graph's is an error naming the variable
+    and both shapes (TensorFlow's resource-variable restore would load it silently);
+  - train/evaluate arguments are checked up front with tf.estimator's wording.
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import numpy as np
+import tensorflow as tf
+
+_v1 = tf.compat.v1
+
+
+def config_with_model_dir(config, model_dir):
+    """`config` whose model_dir is `model_dir` (warnings were given when `config` was made)."""
+    if model_dir is None or config.model_dir == model_dir:
+        return config
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return config.replace(model_dir=model_dir)
+
+
+def device_fn_scope(config):
+    device_fn = getattr(config, "device_fn", None)
+    # tf.device takes no functions in TF 2; the graph's own device stack does.
+    return _v1.get_default_graph().device(device_fn) if device_fn is not None else contextlib.nullcontext()
+
+
+class CheckpointShapeError(ValueError):
+    """A checkpoint holds a variable with another shape than the model's."""
+
+
+def check_restored_shapes(graph, prefix) -> None:
+    try:
+        shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    except (tf.errors.OpError, ValueError):
+        return  # the restore itself reported what was wrong
+    for variable in graph.get_collection(_v1.GraphKeys.GLOBAL_VARIABLES):
+        name = variable.op.name
+        graph_shape = variable.shape
+        if name in shapes and graph_shape.is_fully_defined() and list(shapes[name]) != graph_shape.as_list():
+            raise CheckpointShapeError(
+                f"Checkpoint {prefix}: variable {name!r} has shape {list(shapes[name])} in the checkpoint but "
+                f"{graph_shape.as_list()} in the model's graph. Restore it into a model of the same shape, or "
+                f"train in a new model_dir")
+
+
+def check_listeners(listeners) -> None:
+    for listener in listeners or ():
+        if not isinstance(listener, _v1.train.CheckpointSaverListener):
+            raise TypeError(f"saving_listeners must be a list of CheckpointSaverListener, given: {listener!r}")
+
+
+def check_steps(steps, max_steps) -> None:
+    """Estimator.train's argument rules, in tf.estimator's words."""
+    if steps is not None and max_steps is not None:
+        raise ValueError(f"Can not provide both steps and max_steps: give steps or max_steps, not both (got "
+                         f"steps={steps!r}, max_steps={max_steps!r})")
+    for name, value in (("steps", steps), ("max_steps", max_steps)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0):
+            raise ValueError(f"Must specify {name} > 0, given: {value!r}")

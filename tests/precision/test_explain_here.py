@@ -1,0 +1,44 @@
+"""`npurun explain` says what precision_mode does on this machine (the policy, without TensorFlow)."""
+import json
+
+import pytest
+
+from npurun.cli import main
+
+
+def precision_row(capsys, *args):
+    assert main(["explain", "--format", "json", *args]) == 0
+    (row,) = [r for r in json.loads(capsys.readouterr().out) if r["option"] == "precision_mode"]
+    return row["mechanism"]
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+
+
+def test_featureless_cpu_says_float32_and_how_to_force(capsys, cpu_features, no_gpu):
+    here = precision_row(capsys, "--set", "precision_mode=allow_mix_precision")
+    assert "here: float32, this CPU has no AVX512-FP16 or AMX-FP16" in here
+    assert "real float16 numerics with NPURUN_FORCE_LOW_PRECISION=1" in here
+
+
+def test_amx_cpu_says_bfloat16(capsys, cpu_features, no_gpu):
+    cpu_features(avx512_bf16=True, amx_bf16=True)
+    here = precision_row(capsys, "--set", "precision_mode=allow_mix_precision_bf16")
+    assert "here: bfloat16 on the CPU (this CPU has AMX-BF16" in here
+
+
+def test_forced_says_the_low_dtype(capsys, force_low_precision, no_gpu):
+    here = precision_row(capsys, "--set", "precision_mode=force_fp16")
+    assert "here: float16 on the CPU (forced by NPURUN_FORCE_LOW_PRECISION=1" in here
+
+
+def test_default_mode_stays_float32(capsys, cpu_features, no_gpu):
+    assert "here: float32 (every op has a float32 kernel here" in precision_row(capsys)
+
+
+def test_bad_switch_value_is_shown_not_raised(capsys, cpu_features, no_gpu, monkeypatch):
+    monkeypatch.setenv("NPURUN_FORCE_LOW_PRECISION", "yes")
+    assert "NPURUN_FORCE_LOW_PRECISION='yes' is not understood" in precision_row(
+        capsys, "--set", "precision_mode=allow_mix_precision")
