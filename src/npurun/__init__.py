@@ -5,7 +5,11 @@ other runtime names are loaded on first use.
 """
 from importlib import import_module
 
+from . import logs
 from .config import DumpConfig, NPURunConfig, ProfilingConfig
+from .logs import disable_logging, enable_logging
+
+logs.install()
 
 __version__ = "0.1.0"
 
@@ -37,6 +41,7 @@ def __getattr__(name):
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'npurun' has no attribute {name!r}")
+    logs.import_tensorflow()  # without its start-up banner (see npurun.logs)
     module = import_module(module_name)
     value = module if module_name.endswith("." + name) else getattr(module, name)
     globals()[name] = value
@@ -47,4 +52,4 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = ["NPURunConfig", "ProfilingConfig", "DumpConfig", *_LAZY]
+__all__ = ["NPURunConfig", "ProfilingConfig", "DumpConfig", "enable_logging", "disable_logging", *_LAZY]

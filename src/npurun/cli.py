@@ -25,7 +25,7 @@ examples:
       show what each option does on this machine (exit status 2 on an invalid config)
   npurun explain --config run.yaml --only-set
   npurun train --steps 400 --set save_checkpoints_steps=100
-      train the bundled example (scikit-learn digits), evaluate it and export a SavedModel
+      train the bundled example (handwritten digits), evaluate it and export a SavedModel
 """
 
 
@@ -64,24 +64,25 @@ def cmd_explain(args) -> int:
 
     config = _build_config_or_exit(args)
     if args.format == "json":
-        print(explain.render_json(config))
+        print(explain.render_json(config, only_set=args.only_set))
     else:
         print(explain.render_table(config, only_set=args.only_set))
     return 0
 
 
 def _prepare_tensorflow(config) -> None:
-    """Set what TensorFlow reads once at import, then keep its chatter off the console."""
+    """Set what TensorFlow reads once at import, then import it without its start-up chatter."""
     import os
 
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    from . import logs
+
     if config.precision_mode == "allow_mix_precision_bf16":
         # The bf16 rewrite needs oneDNN, which TF 2.21 turns on by itself only on CPUs with
         # AVX512-BF16/AMX; it is read when TensorFlow is imported, so set it before.
         os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-    import tensorflow as tf
-
-    tf.get_logger().setLevel(logging.ERROR)
+    tf = logs.import_tensorflow()
+    if not logs.verbose():
+        tf.get_logger().setLevel(logging.ERROR)
 
 
 def cmd_train(args) -> int:
@@ -97,12 +98,30 @@ def cmd_train(args) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"got {text!r}; allowed: an int >= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"got {value}; allowed: an int >= 1")
+    return value
+
+
+def _add_global_flags(parser: argparse.ArgumentParser, default=None) -> None:
+    parser.add_argument("-v", "--verbose", action="store_true", default=default,
+                        help="show TensorFlow's own log lines too (same as NPURUN_VERBOSE=1)")
+    parser.add_argument("--debug", action="store_true", default=default,
+                        help="print the traceback of every error (same as NPURUN_DEBUG=1)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="npurun", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"npurun {__version__}")
+    _add_global_flags(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     explain = commands.add_parser(
@@ -118,15 +137,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser(
         "train", help="train, evaluate and export the bundled example",
-        description="Train the bundled example (an MLP on scikit-learn's digits, offline) with NPUEstimator "
-                    "under the given options, evaluate it, export a SavedModel and print the accuracy.")
+        description="Train the bundled example (an MLP on the 8x8 handwritten digits, bundled, offline) with "
+                    "NPUEstimator under the given options, evaluate it, export a SavedModel and print the accuracy.")
     _add_option_sources(train)
-    train.add_argument("--steps", type=int, default=600, help="training steps (default 600)")
+    train.add_argument("--steps", type=_positive_int, default=600,
+                       help="the global step to train to, a total: a run resumed from a model_dir trains "
+                            "only the remaining steps (default 600)")
     train.add_argument("--model-dir", help="model directory (default: the config's, else a new model_dir_*)")
     train.add_argument("--export-dir", help="where to export the SavedModel (default: <model_dir>/export)")
     train.set_defaults(handler=cmd_train)
 
     _add_optional_commands(commands)
+    for subparser in commands.choices.values():  # `npurun train -v` as well as `npurun -v train`
+        _add_global_flags(subparser, default=argparse.SUPPRESS)
     return parser
 
 
@@ -146,17 +169,38 @@ def _add_optional_commands(commands) -> None:
         getattr(import_module(module_name), function)(commands)
 
 
+# Commands that run a user's TensorFlow script in this process.
+_RUNS_TENSORFLOW_CODE = ("run",)
+
+
 def main(argv=None) -> int:
+    import os
+
+    from . import cli_errors
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.verbose:
+        from . import logs
+
+        logs.set_verbose()
+    if args.debug:
+        os.environ["NPURUN_DEBUG"] = "1"
     if not getattr(args, "handler", None):
-        parser.print_help()
-        return 0
+        parser.print_help(sys.stderr)
+        print("\nnpurun: a COMMAND is required", file=sys.stderr)
+        return 2
     try:
+        if args.command in _RUNS_TENSORFLOW_CODE:
+            from . import logs
+
+            logs.import_tensorflow()  # before the script does: without the start-up banner
         return args.handler(args) or 0
     except BrokenPipeError:  # output piped into `head` and friends
         sys.stderr.close()
         return 0
+    except (KeyboardInterrupt, Exception) as error:  # noqa: BLE001 - a bug is re-raised by report()
+        return cli_errors.report(error, args.command, args)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def test_explain_has_one_row_per_option(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["option"] for r in rows] == list(OPTIONS)
     by_name = {r["option"]: r for r in rows}
-    assert by_name["iterations_per_loop"]["value"] == "10"
+    assert by_name["iterations_per_loop"]["value"] == 10
     assert by_name["iterations_per_loop"]["default"] is False
     assert by_name["precision_mode"]["default"] is True
     assert by_name["horovod_mode"]["kind"] == "not supported"
@@ -57,13 +57,13 @@ def test_explain_reads_yaml_and_json_files_and_set_wins(tmp_path, capsys):
     yaml_file.write_text("iterations_per_loop: 10\nsave_checkpoints_steps: 20\nprecision_mode: force_fp16\n")
     assert main(["explain", "--format", "json", "--config", str(yaml_file), "--set", "iterations_per_loop=20"]) == 0
     by_name = {r["option"]: r for r in json.loads(capsys.readouterr().out)}
-    assert by_name["iterations_per_loop"]["value"] == "20"
-    assert by_name["precision_mode"]["value"] == "'force_fp16'"
+    assert by_name["iterations_per_loop"]["value"] == 20
+    assert by_name["precision_mode"]["value"] == "force_fp16"
     json_file = tmp_path / "run.json"
     json_file.write_text(json.dumps({"dump_config": {"enable_dump": True, "dump_path": str(tmp_path)}}))
     assert main(["explain", "--format", "json", "--config", str(json_file)]) == 0
     by_name = {r["option"]: r for r in json.loads(capsys.readouterr().out)}
-    assert "enable_dump=True" in by_name["dump_config"]["value"]
+    assert by_name["dump_config"]["value"] == {"enable_dump": True, "dump_path": str(tmp_path)}
 
 
 @pytest.mark.parametrize("args,message", [
@@ -98,10 +98,41 @@ def test_text_options_keep_true_and_false_as_text(tmp_path, capsys):
     # YAML reads `true` as a boolean; jit_compile takes the strings 'true' / 'false'.
     assert main(["explain", "--format", "json", "--set", "jit_compile=true", "--set", "enable_data_pre_proc=false"]) == 0
     by_name = {r["option"]: r for r in json.loads(capsys.readouterr().out)}
-    assert by_name["jit_compile"]["value"] == "'true'"
-    assert by_name["enable_data_pre_proc"]["value"] == "False"  # a boolean option stays boolean
+    assert by_name["jit_compile"]["value"] == "true"
+    assert by_name["enable_data_pre_proc"]["value"] is False  # a boolean option stays boolean
     yaml_file = tmp_path / "run.yaml"
     yaml_file.write_text("jit_compile: false\n")
     assert main(["explain", "--format", "json", "--config", str(yaml_file)]) == 0
     by_name = {r["option"]: r for r in json.loads(capsys.readouterr().out)}
-    assert by_name["jit_compile"]["value"] == "'false'"
+    assert by_name["jit_compile"]["value"] == "false"
+
+
+def test_json_honours_only_set_and_holds_json_values(capsys):
+    assert main(["explain", "--format", "json", "--only-set", "--set", "iterations_per_loop=10",
+                 "--set", "precision_mode=allow_mix_precision_bf16"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["option"]: r["value"] for r in rows} == {"iterations_per_loop": 10,
+                                                       "precision_mode": "allow_mix_precision_bf16"}
+    assert main(["explain", "--format", "json"]) == 0
+    by_name = {r["option"]: r["value"] for r in json.loads(capsys.readouterr().out)}
+    assert by_name["model_dir"] is None and by_name["enable_data_pre_proc"] is True
+
+
+def test_table_shows_sub_configs_whole(tmp_path, capsys):
+    path = str(tmp_path / "a-rather-long-directory-name-for-dumps")
+    (tmp_path / "a-rather-long-directory-name-for-dumps").mkdir()
+    assert main(["explain", "--only-set", "--set", "dump_config.enable_dump=true",
+                 "--set", f"dump_config.dump_path={path}", "--set", "dump_config.dump_mode=all"]) == 0
+    out = capsys.readouterr().out
+    assert "..." not in out
+    header, *rows = out.splitlines()
+    start, end = header.index("value"), header.index("kind") - 3  # the value column, before the "set" marker
+    value_column = "".join(line[start:end].strip() for line in rows[1:])
+    assert f"dump_path={path!r}" in value_column and "dump_mode='all'" in value_column
+
+
+def test_an_unknown_option_gets_a_did_you_mean(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["explain", "--set", "iteration_per_loop=3"])
+    assert exit_.value.code == 2
+    assert "did you mean 'iterations_per_loop'?" in capsys.readouterr().err

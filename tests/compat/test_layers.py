@@ -92,5 +92,33 @@ def test_batch_normalization_training_inference_and_update_ops():
             inference = sess.run(y, {training: False})
             np.testing.assert_allclose(inference, (data - sess.run(moving_mean)) / np.sqrt(
                 sess.run(_var("batch_normalization/moving_variance")) + 1e-3), rtol=1e-4)
-        with pytest.raises(NotImplementedError, match="renorm=True"):
-            layers.batch_normalization(x, renorm=True)
+        # As in TF 1, the moving statistics are not "moving average variables" (that collection is for
+        # ExponentialMovingAverage's shadows): EMA.variables_to_restore() must not ask for their shadows.
+        assert v1.get_collection(v1.GraphKeys.MOVING_AVERAGE_VARIABLES) == []
+
+
+def test_ema_variables_to_restore_match_a_checkpoint_of_a_batch_norm_model(tmp_path):
+    """ModelZoo evaluation restores EMA shadows with variables_to_restore(); every key must be in the checkpoint."""
+    def model():
+        x = tf.constant(np.random.RandomState(0).normal(size=(8, 4)).astype(np.float32))
+        net = layers.dense(x, 3, name="fc")
+        net = layers.batch_normalization(net, training=True, name="bn")
+        return tf.reduce_mean(tf.square(net))
+
+    with tf.Graph().as_default():
+        loss = model()
+        step = v1.train.get_or_create_global_step()
+        ema = v1.train.ExponentialMovingAverage(0.9, step)
+        train = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+        with tf.control_dependencies([train, *v1.get_collection(v1.GraphKeys.UPDATE_OPS)]):
+            train = ema.apply(v1.trainable_variables())
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            sess.run(train)
+            path = v1.train.Saver().save(sess, str(tmp_path / "model.ckpt"))
+    saved = {name for name, _ in tf.train.list_variables(path)}
+    with tf.Graph().as_default():
+        model()
+        wanted = v1.train.ExponentialMovingAverage(0.9).variables_to_restore()
+    assert "bn/moving_mean" in wanted and "fc/kernel/ExponentialMovingAverage" in wanted
+    assert set(wanted) <= saved, sorted(set(wanted) - saved)

@@ -5,6 +5,7 @@ import textwrap
 
 import npurun.compat as compat
 from npurun.compat.run import run_script
+from npurun.logs import user_configured
 
 from .conftest import run_compat
 
@@ -23,7 +24,7 @@ def test_script_runs_as_main_with_argv_and_compat_active(tmp_path, capsys):
     assert run_script(str(script), ["--steps", "3"]) == 0
     assert capsys.readouterr().out.strip() == "argv ['--steps', '3'] __main__ True NPURunConfig 42"
     assert sys.argv == argv and not compat.is_active() and "npu_bridge" not in sys.modules
-    assert not logging.getLogger("npurun").handlers  # the log handler of the run is removed again
+    assert not user_configured(logging.getLogger("npurun"))  # the log handler of the run is removed again
 
 
 def test_npurun_log_is_shown_during_the_run(tmp_path, capsys):

@@ -223,3 +223,14 @@ def test_options_without_effect_here_warn_when_set(name, files, monkeypatch):
                                                     "task": {"type": "worker", "index": 0}}))
     with pytest.warns(UserWarning, match=f"'{name}'"):
         NPURunConfig(**{name: value}, **PARTNERS.get(name, {}))
+
+
+def test_a_wrongly_typed_value_is_caught_as_typeerror_and_as_valueerror():
+    # adapter-era scripts catch ValueError for a sub-config of the wrong type
+    from npurun import NPURunConfig
+    from npurun.config.errors import OptionTypeError
+
+    for catch in (TypeError, ValueError):
+        with pytest.raises(catch) as info:
+            NPURunConfig(dump_config="x")
+        assert isinstance(info.value, OptionTypeError) and "dump_config" in str(info.value)

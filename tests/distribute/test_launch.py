@@ -66,6 +66,12 @@ def test_a_failing_rank_stops_the_others_and_fails_the_launch():
             os.kill(pid, 0)
 
 
+def test_the_launch_names_the_rank_that_failed_even_when_nothing_is_left_to_stop():
+    proc, _ = run_launch("-n", "2", SCRIPT, "exit3")
+    assert proc.returncode == 3
+    assert re.search(r"npurun launch: rank [01] failed: exited with status 3", proc.stderr), proc.stderr
+
+
 def test_parameter_servers_are_stopped_when_the_ranks_finish():
     proc, elapsed = run_launch("-n", "2", "--ps", "1", SCRIPT, "ps_serves")
     assert proc.returncode == 0, proc.stderr

@@ -16,38 +16,58 @@ and `npurun check` reports what a script uses and how it behaves here.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 
 from .aliases import AdapterAPIError
 
 _lock = threading.Lock()
 _finder = None
+_tf1_world = None
 
 
-def activate() -> None:
-    """Install the import hook and the TensorFlow adjustments (idempotent)."""
-    global _finder
+def activate(graph_mode: bool = False) -> None:
+    """Install the import hook and the TensorFlow adjustments (idempotent).
+
+    Scripts' `import tensorflow` then gives TensorFlow 1's API (`npurun.compat.tf1`); with
+    `graph_mode` (as `npurun run` does) TensorFlow 1's graph mode is switched on when a script first
+    imports TensorFlow (it stays on: TensorFlow cannot return to eager mode).
+    """
+    global _finder, _tf1_world
     with _lock:
         if _finder is not None:
             return
         from . import tf_estimator
         from .finder import CompatFinder
+        from .tf1 import TF1World
 
-        _finder = CompatFinder(watch={"tensorflow": tf_estimator.attach, "tensorflow.compat.v1": tf_estimator.attach})
+        _tf1_world = TF1World(graph_mode)
+
+        def on_tensorflow(module):
+            from . import layers  # imports tf-keras, which imports TensorFlow: only once it is imported
+
+            layers.install_alias()
+            tf_estimator.attach(module)
+            _tf1_world.attach(sys.modules["tensorflow"])
+
+        _finder = CompatFinder(watch={"tensorflow": on_tensorflow, "tensorflow.compat.v1": tf_estimator.attach})
+        _tf1_world.install()
         _finder.install()
 
 
 def deactivate() -> None:
     """Remove the import hook, the adapter modules it made and the TensorFlow adjustments."""
-    global _finder
+    global _finder, _tf1_world
     with _lock:
         if _finder is None:
             return
         from . import tf_estimator
 
         _finder.uninstall()
+        _tf1_world.uninstall()
         tf_estimator.detach()
         _finder = None
+        _tf1_world = None
 
 
 def is_active() -> bool:
@@ -55,10 +75,10 @@ def is_active() -> bool:
 
 
 @contextlib.contextmanager
-def active():
+def active(graph_mode: bool = False):
     """`with npurun.compat.active(): ...` activates for the block (if it was not already)."""
     was_active = is_active()
-    activate()
+    activate(graph_mode)
     try:
         yield
     finally:

@@ -450,16 +450,18 @@ TF_ESTIMATOR = {
         "LatestExporter", "BestExporter", "FinalExporter")},
 }
 TF_LAYERS = {name: Mapped(f"npurun.compat.layers:{name}") for name in (
-    "dense", "conv2d", "max_pooling2d", "average_pooling2d", "dropout", "flatten", "batch_normalization")}
+    "dense", "conv1d", "conv2d", "conv3d", "conv2d_transpose", "conv3d_transpose", "separable_conv1d",
+    "separable_conv2d", "max_pooling1d", "max_pooling2d", "max_pooling3d", "average_pooling1d",
+    "average_pooling2d", "average_pooling3d", "dropout", "flatten", "batch_normalization", "Layer", "Dense",
+    "Conv2D", "MaxPooling2D", "AveragePooling2D", "Dropout", "Flatten", "BatchNormalization")}
 TF_NAMESPACES = {
     "tensorflow.estimator": AdapterModule(
         "tensorflow.estimator", "`tf.estimator` and `tf.compat.v1.estimator` (TF 2.16+ has neither); attached "
         "only when TensorFlow has no estimator of its own.", TF_ESTIMATOR),
     "tensorflow.compat.v1.layers": AdapterModule(
-        "tensorflow.compat.v1.layers", "`tf.compat.v1.layers` (`tf.layers` with `import tensorflow.compat.v1 as "
-        "tf`): Keras 3 removed it. Thin functions on tf.compat.v1 variables with TF 1.x's variable names, "
-        "collections (trainable, UPDATE_OPS, REGULARIZATION_LOSSES) and defaults; attached only when TensorFlow's "
-        "own does not work.", TF_LAYERS),
+        "tensorflow.compat.v1.layers", "`tf.compat.v1.layers` (`tf.layers` in scripts): Keras 3 removed it. "
+        "TensorFlow 1's own layers from the maintained `tf-keras` package (`tf_keras.src.legacy_tf_layers`): "
+        "TF 1.x's variable names, reuse, collections and defaults.", TF_LAYERS),
 }
 
 
@@ -522,5 +524,9 @@ def render_markdown() -> str:
         for name, entry in module.names.items():
             lines.append(f"| `{name}` | {entry.status} | {_cell(describe(entry))} |")
         lines.append("")
+    from .contrib import render_markdown as render_contrib
+    from .docs import TF1_WORLD
+
+    lines += [TF1_WORLD.rstrip("\n"), "", render_contrib().rstrip("\n"), ""]
     lines.append(FOOTER.rstrip("\n"))
     return "\n".join(lines) + "\n"

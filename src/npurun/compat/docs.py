@@ -146,3 +146,59 @@ checked in a fraction of a second. It lists, with file and line numbers:
 The exit status is 1 when something the script uses will raise here (an unsupported or unavailable
 name, an unknown option, an invalid literal value), else 0.
 """
+
+TF1_WORLD = """\
+## The TensorFlow 1 world of `npurun run`
+
+Ascend ModelZoo scripts are TensorFlow 1.15 code written as `import tensorflow as tf`. Under
+`npurun run` (and `npurun.compat.activate()`), a script's `import tensorflow as tf` gives it
+TensorFlow 1's API: `tf.compat.v1` of TensorFlow 2.21 (`tf.flags` / `tf.app.run`, `tf.logging`,
+`tf.Session`, `tf.placeholder`, `tf.layers`, `tf.losses`, `tf.metrics`, v1 `tf.summary`, `tf.train`,
+`tf.gfile`, dataset `make_one_shot_iterator` / `make_initializable_iterator`), plus `tf.estimator`
+(above) and `tf.contrib` (below). `import tensorflow.compat.v1 as tf` and `from tensorflow.python...`
+work as before.
+
+```python
+import tensorflow as tf                      # under npurun run: TensorFlow 1's API
+from tensorflow.contrib import slim          # the tf-slim package
+from tensorflow.python.framework.graph_util import convert_variables_to_constants
+from tensorflow.examples.tutorials.mnist import input_data
+
+tf.flags.DEFINE_integer("steps", 100, "training steps")
+mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 idx files, no download
+```
+
+- Who gets TensorFlow 1: modules whose file is outside site-packages, the standard library and
+  npurun, i.e. the script and its own local modules. npurun and third-party libraries keep the
+  real TensorFlow 2 module. The importer is recognised by the globals its import statement passes.
+- `npurun run` switches TensorFlow 1's global behaviour on when the script first imports TensorFlow:
+  graph mode, TF 1 tensor shapes (`shape[0].value`), hashable tensors, v1 control flow, as
+  `tf.compat.v1.disable_v2_behavior()` does, except that resource variables are kept (loop sinking
+  needs them). TensorFlow cannot go back to eager mode, so this lasts for the process.
+  `npurun.compat.activate()` alone leaves eager mode as it is (pass `graph_mode=True` to switch).
+- `tf.keras` is TensorFlow 1's Keras (Keras 2 from the `tf-keras` package): `npurun run` sets
+  `TF_USE_LEGACY_KERAS=1` for the script's process unless the environment sets it. npurun itself
+  does not use Keras; Keras 3 (`import keras`) is unaffected.
+- `tf.layers` / `tf.compat.v1.layers` are TensorFlow 1's own layers from the maintained `tf-keras`
+  package (`tf_keras.src.legacy_tf_layers`, also registered as `tf_keras.legacy_tf_layers`, the name
+  TensorFlow 2.21 and tf-slim import), not a copy. Chosen over npurun's earlier hand-written layers:
+  every TF 1 layer and argument is there (renorm, virtual batch size, ...), and batch norm's moving
+  statistics go only to `UPDATE_OPS`, not `MOVING_AVERAGE_VARIABLES`, so
+  `ExponentialMovingAverage.variables_to_restore()` matches TensorFlow 1 checkpoints.
+- `convert_variables_to_constants` is importable from `tensorflow.python.framework.graph_util` (its
+  TF 1 path) and `tf.graph_util`. For tf-slim 1.1, `tensorflow.python.framework.ops.Tensor` and
+  `ops.IndexedSlices` exist again (TensorFlow 2.21 moved them).
+- `tensorflow.examples.tutorials.mnist.input_data.read_data_sets(dir, one_hot=...)` reads
+  `train-images-idx3-ubyte`, `train-labels-idx1-ubyte`, `t10k-images-idx3-ubyte`,
+  `t10k-labels-idx1-ubyte` (each `.gz` or not) from `dir`; nothing is downloaded, and missing files
+  raise `FileNotFoundError` naming them.
+- TF 1's API namespaces import as modules again: `from tensorflow.train import AdamOptimizer`,
+  `from tensorflow.summary import FileWriter`, `from tensorflow.layers import Dense` give TF 1's
+  (`tf.compat.v1`'s) names; `tensorflow.python...` paths are TensorFlow 2.21's own. `tensorflow_core`
+  (TF 1.15's package name) is `tensorflow`.
+- `tf.__version__` is TensorFlow's real version (2.21.x).
+- Checked over Ascend's ModelZoo-TensorFlow: of the 533 distinct `import`/`from` statements naming
+  `tensorflow…` at the top of its Python files, 463 import in this world; the rest are TensorFlow 2.21
+  internals that moved (`tensorflow.python.keras...`, `tensorflow.python.training.tracking`), other
+  packages (`tensorflow_hub`, `tensorflow_addons`, ...) and `tf.contrib` modules listed as unsupported below.
+"""

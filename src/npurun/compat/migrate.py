@@ -24,7 +24,15 @@ Rewrites (each one reported with its line):
   `hvd.BroadcastGlobalVariablesHook(root)` -> `NPUBroadcastGlobalVariablesHook(root, get_rank_id())`;
   the Horovod import is removed once nothing uses it;
 - the "save on rank 0 only" pattern in `save_checkpoints_steps`: `x if rank() == 0 else None` ->
-  `... else 0` (for NPURunConfig None means "every 100 steps" and 0 disables saving).
+  `... else 0` (for NPURunConfig None means "every 100 steps" and 0 disables saving);
+- a `tf.estimator.RunConfig` without `save_summary_steps` gets `save_summary_steps=100`, the value
+  tf.estimator used, since NPURunConfig's default (0) writes no TensorBoard summaries;
+- so that the migrated script runs under plain `python`: `tf.estimator.inputs.numpy_input_fn` ->
+  npurun's, `tf.estimator.export.ServingInputReceiver` / `build_raw_serving_input_receiver_fn` /
+  `build_parsing_serving_input_receiver_fn` / `PredictOutput` -> npurun.estimator's, and
+  `tf.layers.X` / `tf.compat.v1.layers.X` -> `npu_layers.X` (`from npurun.compat import layers as
+  npu_layers`: TF 2.21's Keras 3 has no tf.compat.v1.layers) for the layers npurun provides;
+- arguments on continuation lines aligned with a renamed call's parenthesis move with it.
 
 The needed `from npurun import ...` / `from npurun.distribute import ...` lines are added. What it
 cannot migrate is reported, and left as it was. Running it on its own output changes nothing.
@@ -55,6 +63,17 @@ ESTIMATOR_RENAMES = {
     "EvalSpec": ("npurun", "EvalSpec"),
     "train_and_evaluate": ("npurun", "train_and_evaluate"),
 }
+# deeper tf.estimator names (member path below the estimator module) -> (module, name)
+ESTIMATOR_DEEP_RENAMES = {
+    "inputs.numpy_input_fn": ("npurun.compat.tf_estimator", "numpy_input_fn"),
+    "export.ServingInputReceiver": ("npurun.estimator", "ServingInputReceiver"),
+    "export.build_raw_serving_input_receiver_fn": ("npurun.estimator", "build_raw_serving_input_receiver_fn"),
+    "export.build_parsing_serving_input_receiver_fn": ("npurun.estimator", "build_parsing_serving_input_receiver_fn"),
+    "export.PredictOutput": ("npurun.estimator", "PredictOutput"),
+}
+LAYER_MODULES = ("tensorflow.layers", "tensorflow.compat.v1.layers")
+NPU_LAYERS = ("dense", "conv2d", "max_pooling2d", "average_pooling2d", "dropout", "flatten", "batch_normalization")
+TF_SUMMARY_STEPS = 100  # tf.estimator.RunConfig's save_summary_steps default
 HOROVOD_MODULES = ("horovod.tensorflow", "horovod.tensorflow.keras", "horovod.keras")
 HOROVOD_RANK_CALLS = {"rank": "get_rank_id", "size": "get_rank_size", "local_rank": "get_local_rank_id",
                       "local_size": "get_local_rank_size"}
@@ -169,6 +188,8 @@ class NpuMigration(VisitorBasedCodemodCommand):
         self.not_migrated: list = []
         self.notes: list = []
         self._import_depth = 0
+        self._handled = set()  # inner nodes of a deep rename: not reported on their own
+        self._layers_imported = False
 
     # ---- helpers -------------------------------------------------------------------------------------
     def _line(self, node) -> int:
@@ -187,6 +208,30 @@ class NpuMigration(VisitorBasedCodemodCommand):
                 if qname.startswith(module + ".") and "." not in qname[len(module) + 1:]:
                     return qname[len(module) + 1:]
         return None
+
+    def _deep_name(self, node):
+        """The member path below a tf.estimator module ("inputs.numpy_input_fn") or None."""
+        for qname in self._qnames(node):
+            for module in ESTIMATOR_MODULES:
+                if qname.startswith(module + ".") and "." in qname[len(module) + 1:]:
+                    return qname[len(module) + 1:]
+        return None
+
+    def _layer_name(self, node):
+        for qname in self._qnames(node):
+            for module in LAYER_MODULES:
+                if qname.startswith(module + ".") and "." not in qname[len(module) + 1:]:
+                    return qname[len(module) + 1:]
+        return None
+
+    def visit_Attribute(self, node):
+        if not self._import_depth and (self._deep_name(node) in ESTIMATOR_DEEP_RENAMES or
+                                       self._layer_name(node) in NPU_LAYERS):
+            inner = node.value
+            while isinstance(inner, cst.Attribute):
+                self._handled.add(id(inner))
+                inner = inner.value
+        return True
 
     def _horovod_name(self, node):
         for qname in self._qnames(node):
@@ -231,8 +276,22 @@ class NpuMigration(VisitorBasedCodemodCommand):
 
     # ---- names ---------------------------------------------------------------------------------------
     def _rename(self, original_node, updated_node):
-        if self._import_depth:
+        if self._import_depth or id(original_node) in self._handled:
             return updated_node
+        deep = self._deep_name(original_node)
+        if deep in ESTIMATOR_DEEP_RENAMES:
+            module, name = ESTIMATOR_DEEP_RENAMES[deep]
+            self._import(module, name)
+            self._changed(original_node, f"{_code(original_node)} -> {name} (from {module})")
+            return cst.Name(name)
+        layer = self._layer_name(original_node)
+        if layer in NPU_LAYERS and isinstance(original_node, cst.Attribute):
+            if not self._layers_imported:  # libcst repeats an aliased import once per request
+                AddImportsVisitor.add_needed_import(self.context, "npurun.compat", "layers", "npu_layers")
+                self._layers_imported = True
+            self._changed(original_node, f"{_code(original_node)} -> npu_layers.{layer} (from npurun.compat "
+                                         f"import layers as npu_layers; TF 2.21 has no tf.compat.v1.layers)")
+            return cst.Attribute(value=cst.Name("npu_layers"), attr=cst.Name(layer))
         member = self._estimator_name(original_node)
         if member is None:
             return updated_node
@@ -242,7 +301,9 @@ class NpuMigration(VisitorBasedCodemodCommand):
                 why = entry.why if entry else "npurun does not provide it"
                 self._left(original_node, f"{_code(original_node)}: no npurun counterpart ({why})")
             else:
-                self._left(original_node, f"{_code(original_node)}: npurun has no {member} of its own; under "
+                provided = ", ".join(sorted(k for k in ESTIMATOR_DEEP_RENAMES if k.startswith(member + ".")))
+                self._left(original_node, f"{_code(original_node)}: left as it is (npurun provides "
+                                          f"{provided or 'no counterpart'} of it, rewritten where used); under "
                                           f"`npurun run` the compat layer provides tf.estimator.{member}")
             return updated_node
         module, name = ESTIMATOR_RENAMES[member]
@@ -270,6 +331,9 @@ class NpuMigration(VisitorBasedCodemodCommand):
 
     # ---- calls ---------------------------------------------------------------------------------------
     def leave_Call(self, original_node, updated_node):
+        return _realign(original_node, self._call(original_node, updated_node))
+
+    def _call(self, original_node, updated_node):
         member = self._estimator_name(original_node.func)
         if member in ("RunConfig", "NPURunConfig") or _code(original_node.func) in RUN_CONFIG_NAMES:
             return self._run_config_call(original_node, updated_node, from_tf=member == "RunConfig")
@@ -362,9 +426,43 @@ class NpuMigration(VisitorBasedCodemodCommand):
                 self._left(original_arg, "save_checkpoints_secs saved on rank 0 only: on the other ranks NPURunConfig "
                                          "would save every 100 steps; give them save_checkpoints_steps=0 instead")
             kept.append(arg)
+        given = {arg.keyword.value for arg in kept if arg.keyword is not None}
+        if from_tf and "save_summary_steps" not in given and not any(arg.star for arg in kept):
+            template = kept[-1] if kept else None
+            added = cst.Arg(value=cst.Integer(str(TF_SUMMARY_STEPS)), keyword=cst.Name("save_summary_steps"),
+                            equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                  whitespace_after=cst.SimpleWhitespace("")))
+            if template is not None:
+                separator = kept[-2].comma if len(kept) > 1 and kept[-2].comma != cst.MaybeSentinel.DEFAULT \
+                    else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                kept[-1] = template.with_changes(comma=separator)
+            kept.append(added)
+            self._changed(original_node, f"added save_summary_steps={TF_SUMMARY_STEPS}: tf.estimator.RunConfig "
+                                         f"wrote TensorBoard summaries every {TF_SUMMARY_STEPS} steps; "
+                                         f"NPURunConfig's default 0 writes none")
         if kept and updated_node.args:
             kept[-1] = kept[-1].with_changes(comma=updated_node.args[-1].comma)
         return updated_node.with_changes(args=kept)
+
+
+def _realign(original_node, updated_node):
+    """When a call's name changed length, move the continuation lines of arguments aligned with its
+    opening parenthesis by the same amount (other layouts are left alone)."""
+    delta = len(_code(original_node.func)) - len(_code(updated_node.func))
+    if not delta or not updated_node.args or "\n" in _code(updated_node.whitespace_before_args):
+        return updated_node
+    args = list(updated_node.args)
+    for index, arg in enumerate(args[:-1]):
+        after = arg.comma.whitespace_after if arg.comma != cst.MaybeSentinel.DEFAULT else None
+        if not isinstance(after, cst.ParenthesizedWhitespace):
+            continue
+        indent = after.last_line.value
+        if delta > 0 and len(indent) <= delta:
+            continue
+        new_indent = indent[:len(indent) - delta] if delta > 0 else indent + " " * -delta
+        args[index] = arg.with_changes(comma=arg.comma.with_changes(
+            whitespace_after=after.with_changes(last_line=cst.SimpleWhitespace(new_indent))))
+    return updated_node.with_changes(args=args)
 
 
 def migrate_source(source: str) -> Migration:

@@ -3,7 +3,7 @@
 The script runs as `__main__` (as `python script.py args` would run it): `sys.argv` is
 `[script.py, *args]`, its directory is first on `sys.path`, and `npurun.compat.activate()` is in effect
 for the whole run, so `npu_bridge` / `hccl` imports, `tf.estimator` and `tf.compat.v1.layers` resolve to
-npurun. Its exit status is the script's. npurun's own log (logger "npurun": loss and step, steps per
+npurun, and the script's `import tensorflow` gives TensorFlow 1's API in graph mode (`npurun.compat.tf1`). Its exit status is the script's. npurun's own log (logger "npurun": loss and step, steps per
 second, evaluation results) is shown at INFO level on stderr, as `npurun train` shows it, unless the
 script or the environment configured that logger already.
 """
@@ -27,9 +27,19 @@ def run_script(path: str, args=()) -> int:
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(path))
+    # tf.keras as TensorFlow 1 scripts knew it (Keras 2, from tf-keras; Keras 3 has no graph mode). Read when
+    # a script first uses tf.keras: the whole process is the script's here. An explicit setting is kept.
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     try:
-        with active(), _npurun_log():
+        with active(graph_mode=True), _npurun_log():
             runpy.run_path(path, run_name="__main__")
+    except Exception as error:  # noqa: BLE001 - the script's own exception, reported as such
+        from ..cli_errors import debug_wanted, print_script_exception
+
+        if debug_wanted():
+            raise
+        print_script_exception(error, path)
+        return 1
     except SystemExit as done:
         code = done.code
         if code is None:
@@ -45,8 +55,10 @@ def run_script(path: str, args=()) -> int:
 
 @contextlib.contextmanager
 def _npurun_log():
+    from ..logs import user_configured
+
     logger = logging.getLogger("npurun")
-    if logger.handlers or logger.level != logging.NOTSET:
+    if user_configured(logger):
         yield
         return
     handler = logging.StreamHandler(sys.stderr)

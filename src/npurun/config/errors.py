@@ -22,8 +22,12 @@ class OptionValueError(ValueError):
         super().__init__(f"{owner} option '{option}': got {describe(value)}; allowed: {allowed}")
 
 
-class OptionTypeError(TypeError):
-    """An option received a value of the wrong type."""
+class OptionTypeError(TypeError, ValueError):
+    """An option received a value of the wrong type.
+
+    Also a ValueError: the Ascend adapter raises ValueError for a value of the wrong type (a
+    sub-config that is not one, for instance), so adapter-era `except ValueError` still catches it.
+    """
 
     def __init__(self, option: str, value: object, allowed: str, owner: str = "NPURunConfig"):
         self.option, self.value, self.allowed = option, value, allowed

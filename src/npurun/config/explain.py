@@ -46,12 +46,57 @@ def rows(config) -> list[dict]:
     return result
 
 
-def render_json(config) -> str:
-    return json.dumps(rows(config), indent=2)
+def _json_value(value):
+    """An option's value as JSON: null, booleans, numbers and text as themselves; a sub-config as an
+    object of the fields given to it; a ConfigProto as its JSON form; anything else as its repr."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Configurable):
+        return {name: _json_value(field) for name, field in value._arguments.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _json_value(item) for key, item in value.items()}
+    if type(value).__name__ == "ConfigProto":
+        from google.protobuf import json_format
+
+        return json_format.MessageToDict(value)
+    return repr(value)
+
+
+def render_json(config, only_set: bool = False) -> str:
+    """The rows as a JSON list; `value` holds the option's value as JSON (see `_json_value`)."""
+    result = []
+    for row in rows(config):
+        if only_set and row["default"]:
+            continue
+        result.append(dict(row, value=_json_value(config.options[row["option"]])))
+    return json.dumps(result, indent=2)
+
+
+def _wrap_value(text: str, width: int) -> list[str]:
+    """A value over as many lines as it needs (sub-configs break after their commas): never cut."""
+    if len(text) <= width:
+        return [text]
+    lines, line = [], ""
+    for piece in text.replace(", ", ",\0").split("\0"):
+        while len(piece) > width:  # a single piece longer than the column
+            if line:
+                lines.append(line)
+                line = ""
+            lines.append(piece[:width])
+            piece = piece[width:]
+        if len(line) + len(piece) > width:
+            lines.append(line)
+            line = ""
+        line += piece
+    if line:
+        lines.append(line)
+    return lines
 
 
 def render_table(config, only_set: bool = False, width: int | None = None) -> str:
-    """A plain-text table that fits the terminal; long mechanisms wrap in their column."""
+    """A plain-text table that fits the terminal; long values and mechanisms wrap in their column."""
     table = [r for r in rows(config) if not (only_set and r["default"])]
     width = width or shutil.get_terminal_size((120, 24)).columns
     name_w = max([len("option")] + [len(r["option"]) for r in table])
@@ -61,12 +106,14 @@ def render_table(config, only_set: bool = False, width: int | None = None) -> st
     lines = [f"{'option':<{name_w}}  {'value':<{value_w}}    {'kind':<{kind_w}}  mechanism",
              "-" * min(width, name_w + value_w + kind_w + mech_w + 10)]
     for r in table:
-        value = r["value"] if len(r["value"]) <= value_w else r["value"][:value_w - 3] + "..."
+        values = _wrap_value(r["value"], value_w)
         marker = "  " if r["default"] else " *"
         mech = textwrap.wrap(r["mechanism"], mech_w) or [""]
-        lines.append(f"{r['option']:<{name_w}}  {value:<{value_w}}{marker}  {r['kind']:<{kind_w}}  {mech[0]}")
-        pad = " " * (name_w + value_w + kind_w + 8)
-        lines.extend(pad + more for more in mech[1:])
+        lines.append(f"{r['option']:<{name_w}}  {values[0]:<{value_w}}{marker}  {r['kind']:<{kind_w}}  {mech[0]}")
+        for index in range(1, max(len(values), len(mech))):
+            value = values[index] if index < len(values) else ""
+            more = mech[index] if index < len(mech) else ""
+            lines.append(f"{'':<{name_w}}  {value:<{value_w}}    {'':<{kind_w}}  {more}".rstrip())
     lines.append("")
     lines.append("* set by you (other values are defaults)")
     return "\n".join(lines)

@@ -5,6 +5,7 @@ encodings, so that the table reads as data.
 """
 from __future__ import annotations
 
+import difflib
 import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
@@ -133,6 +134,12 @@ class Nested:
         return self.cls(**kwargs)
 
 
+def _with_suggestion(name: str, known) -> str:
+    """'name' (did you mean 'closest'?) when an accepted name is close to it."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.7)
+    return f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
+
+
 class Configurable:
     """Base of the option-table-driven configuration classes (NPURunConfig and its sub-configs).
 
@@ -146,7 +153,8 @@ class Configurable:
     def _validate_arguments(self, arguments: Mapping[str, Any]) -> dict:
         unknown = sorted(set(arguments) - set(self.OPTIONS))
         if unknown:
-            raise TypeError(f"{self.OWNER}() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+            raise TypeError(f"{self.OWNER}() got unexpected keyword argument(s) "
+                            f"{', '.join(_with_suggestion(name, self.OPTIONS) for name in unknown)}; "
                             f"see `npurun explain` for the accepted options")
         values = {}
         for name, option in self.OPTIONS.items():

@@ -87,6 +87,11 @@ def cmd_show(args, out=None) -> int:
     return 0
 
 
+def _dtypes(comparison) -> str:
+    a, b = (comparison.dtypes + (None, None))[:2]
+    return f"{a or '-'}/{b or '-'}"
+
+
 def cmd_compare(args, out=None) -> int:
     from .compare import FAILING, compare_dumps, first_failure
     from .dump_files import open_dump
@@ -104,8 +109,18 @@ def cmd_compare(args, out=None) -> int:
                          "dumps of the same ops and steps)\n")
         return 2
     out.write(f"A: {a.path}\nB: {b.path}\nrtol={args.rtol} atol={args.atol}\n")
-    _table([[c.key[1], c.key[2], f"{c.key[3]}:{c.key[4]}", c.status, c.max_abs, c.max_rel, c.bad, c.size]
-            for c in results], ["step", "op", "slot", "status", "max_abs", "max_rel", "bad", "size"], out)
+    _table([[c.key[1], c.key[2] + (f" (vs {c.against})" if c.against else ""), f"{c.key[3]}:{c.key[4]}",
+             _dtypes(c), c.status, c.max_abs, c.max_rel, c.bad, c.size]
+            for c in results], ["step", "op", "slot", "dtype A/B", "status", "max_abs", "max_rel", "bad", "size"], out)
+    if args.plot:
+        from .plot import PlotUnavailable, plot_relative_error
+
+        try:
+            shown = plot_relative_error(results, args.plot, f"{a.path} vs {b.path}")
+        except PlotUnavailable as error:
+            sys.stderr.write(f"npurun dump compare: {error}\n")
+            return 2
+        out.write(f"plot: {args.plot} ({shown} tensors)\n")
     failure = first_failure(results)
     failed = sum(c.status in FAILING for c in results)
     if failure is None:
@@ -136,6 +151,9 @@ def add_dump_commands(subparsers) -> argparse.ArgumentParser:
     compare.add_argument("b")
     compare.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance (default 1e-5)")
     compare.add_argument("--atol", type=float, default=1e-8, help="absolute tolerance (default 1e-8)")
+    compare.add_argument("--plot", metavar="FILE.png",
+                         help="also write a PNG of the max relative error of each tensor along the graph "
+                              "(needs matplotlib: pip install \"npurun[plot]\")")
     compare.set_defaults(handler=cmd_compare)
     return dump
 

@@ -2,6 +2,9 @@
 
 Rules:
 - Tensors are matched by (kind, step, op, io, slot); only records with a tensor file take part.
+  A cast grappler's precision rewrite inserted ("x-0-CastToFp16-0-AutoMixedPrecision", only in a
+  low-precision run's dump) is matched with the tensor it converts (output 0 of "x"): the row
+  shows the error the cast itself introduced.
 - Order is A's index order, which is execution (topological) order, so the first mismatch
   reported is the earliest op whose result differs; tensors only in B follow.
 - Element tolerance is NumPy's `isclose`: |a - b| <= atol + rtol * |b|. NaN equals NaN and an
@@ -14,6 +17,7 @@ Rules:
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +25,13 @@ import numpy as np
 from .dump_files import Dump
 
 FAILING = ("mismatch", "shape")
+_GRAPPLER_CAST = re.compile(r"^(?P<origin>.+?)-(?P<slot>\d+)-CastTo\w+-\d+-AutoMixedPrecision$")
+
+
+def cast_origin(op_name: str):
+    """(op, output slot) whose tensor a grappler precision cast converts, or None for another op."""
+    match = _GRAPPLER_CAST.match(op_name)
+    return (match.group("origin"), int(match.group("slot"))) if match else None
 
 
 @dataclass(frozen=True)
@@ -31,6 +42,8 @@ class Comparison:
     max_rel: float | None = None
     bad: int = 0        # elements beyond tolerance
     size: int = 0
+    dtypes: tuple = ()  # (A's dtype, B's dtype) when both exist
+    against: str | None = None  # B's op when it is not the same op (a cast matched with its origin)
 
     @property
     def label(self) -> str:
@@ -69,7 +82,7 @@ def compare_arrays(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> tu
 def compare_dumps(a: Dump, b: Dump, rtol: float = 1e-5, atol: float = 1e-8) -> list[Comparison]:
     """One Comparison per tensor key of A (in A's order), then the keys only B has."""
     in_b = {record_key(r): r for r in b.records if r.get("file")}
-    results, seen = [], set()
+    results, seen, used_b = [], set(), set()
     for record in a.records:
         if not record.get("file"):
             continue
@@ -77,14 +90,22 @@ def compare_dumps(a: Dump, b: Dump, rtol: float = 1e-5, atol: float = 1e-8) -> l
         if key in seen:
             continue
         seen.add(key)
-        other = in_b.get(key)
+        other, against = in_b.get(key), None
+        origin = cast_origin(record["op"]) if other is None else None
+        if origin is not None:
+            kind, step = key[0], key[1]
+            other = in_b.get((kind, step, origin[0], "output", origin[1]))
+            against = origin[0] if other is not None else None
         if other is None:
-            results.append(Comparison(key, "only_a"))
+            results.append(Comparison(key, "only_a", dtypes=(record.get("dtype"), None)))
             continue
+        used_b.add(record_key(other))
         x, y = a.load(record), b.load(other)
         status, max_abs, max_rel, bad = compare_arrays(x, y, rtol, atol)
-        results.append(Comparison(key, status, max_abs, max_rel, bad, int(x.size)))
-    results += [Comparison(key, "only_b") for key in in_b if key not in seen]
+        results.append(Comparison(key, status, max_abs, max_rel, bad, int(x.size),
+                                  (record.get("dtype"), other.get("dtype")), against))
+    results += [Comparison(key, "only_b", dtypes=(None, in_b[key].get("dtype")))
+                for key in in_b if key not in seen and key not in used_b]
     return results
 
 

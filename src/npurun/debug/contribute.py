@@ -23,11 +23,13 @@ def contribute(options: Mapping[str, Any], mode: str, plan) -> None:
     if dump is not None and (dump.enable_dump or dump.enable_dump_debug):
         from .dump import TensorDumpHook
         from .dump_files import DumpWriter
+        from .executed_dump import rewrites_precision
         from .overflow import OverflowHook
 
         writer = DumpWriter(dump.dump_path, mode)
         if dump.enable_dump:
-            plan.hooks.append(TensorDumpHook(dump, mode, steps_per_run, writer=writer))
+            plan.hooks.append(TensorDumpHook(dump, mode, steps_per_run, writer=writer,
+                                             executed_graph=lambda: rewrites_precision(plan.config_proto)))
         if dump.enable_dump_debug:
             plan.hooks.append(OverflowHook(dump, mode, steps_per_run, writer=writer))
     profiling = options.get("profiling_config")

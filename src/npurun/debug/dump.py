@@ -17,6 +17,9 @@ it adds nothing. Rules:
   (format: `dump_files`). One dump directory per session: `<dump_path>/<mode>-<timestamp>`.
 - Fetching a tensor keeps Grappler from fusing its op away during that run, so a dumped op runs
   unfused at dump steps; values are the same up to floating-point rounding.
+- Under a grappler precision rewrite (the low-precision precision modes) fetching would also keep
+  an op in float32, so the values come from debug watches on the executed graph instead
+  (`executed_dump`): the float16 / bfloat16 outputs and the inserted casts, with their dtypes.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import logging
 import tensorflow as tf
 
 from .dump_files import DumpWriter
+from .executed_dump import ExecutedCapture
 from .graph_scan import is_fetchable
 from .step_hook import SelectedStepHook
 
@@ -45,8 +49,12 @@ def selected_tensors(graph, ops, layer, dump_mode: str) -> list[tuple[str, int, 
 
 
 class TensorDumpHook(SelectedStepHook):
-    def __init__(self, dump_config, mode: str, steps_per_run: int = 1, writer: DumpWriter | None = None):
+    def __init__(self, dump_config, mode: str, steps_per_run: int = 1, writer: DumpWriter | None = None,
+                 executed_graph=False):
+        """`executed_graph`: dump the executed graph's tensors (see the rules above); a bool or a
+        callable asked at `begin` (the session's ConfigProto is complete by then)."""
         super().__init__(dump_config, mode, steps_per_run, writer)
+        self._executed_graph = executed_graph
         layer = dump_config.dump_layer
         self._layer = frozenset(layer.split()) if layer else None
         self._mode = dump_config.dump_mode
@@ -57,6 +65,9 @@ class TensorDumpHook(SelectedStepHook):
         if ops is None:
             return None
         self._warn_missing(ops)
+        if self._executed:
+            self._pending = ExecutedCapture(ops, self._layer, self._mode, self._scanner.graph)
+            return tf.compat.v1.train.SessionRunArgs(None, options=self._pending.run_options())
         chosen = selected_tensors(self._scanner.graph, ops, self._layer, self._mode)
         if not chosen:
             return None
@@ -70,11 +81,24 @@ class TensorDumpHook(SelectedStepHook):
         if self._pending is None:
             return
         extra = {"last_step": step + span - 1} if span > 1 else {}
+        if isinstance(self._pending, ExecutedCapture):
+            try:
+                for record in self._pending.records(run_values.run_metadata):
+                    self._writer.write(kind="tensor", step=step, data=self._data, **record, **extra)
+            finally:
+                self._pending.close()
+                self._pending = None
+            return
         values = run_values.results
         for io, slot, tensor, op in self._pending:
             self._writer.write(kind="tensor", step=step, op=op.name, op_type=op.type, io=io, slot=slot,
                                tensor=tensor.name, value=values[tensor.name], data=self._data, **extra)
         self._pending = None
+
+    def begin(self):
+        super().begin()
+        executed = self._executed_graph
+        self._executed = bool(executed() if callable(executed) else executed)
 
     def end(self, session):
         self._writer.close()

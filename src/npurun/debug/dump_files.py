@@ -140,11 +140,18 @@ def read_records(path: str) -> Iterator[dict]:
                     raise ValueError(f"{path}/{INDEX_NAME} line {number}: not JSON ({error})") from None
 
 
+def _written_at(path: str) -> tuple:
+    index = os.path.join(path, INDEX_NAME)
+    return (os.path.getmtime(index) if os.path.exists(index) else os.path.getmtime(path), path)
+
+
 def open_dump(path: str) -> Dump:
-    """The dump at `path` (a dump directory, or a root holding exactly one, else the newest)."""
+    """The dump at `path` (a dump directory, or a root holding exactly one, else the newest: the one
+    whose index was written last)."""
     found = dump_dirs(path)
     if not found:
         raise FileNotFoundError(f"{path}: no dump here (no {INDEX_NAME} in it or its subdirectories)")
-    # Directory names end in a sortable timestamp, so the last one is the newest session.
-    chosen = found[-1]
+    # The newest session is the most recently written one: names carry a mode prefix ("eval-",
+    # "train-"), so sorting names would prefer a train dump to a later eval dump.
+    chosen = max(found, key=_written_at)
     return Dump(chosen, tuple(read_records(chosen)))

@@ -27,12 +27,11 @@ import tensorflow as tf
 from .dump_files import DumpWriter
 from .graph_scan import is_fetchable
 from .stats import has_overflow
-from .step_stats import first_start, node_runs
+from .step_stats import first_start, node_runs, trace_options
 from .step_hook import SelectedStepHook
 
 log = logging.getLogger(__name__)
 
-_FULL_TRACE = tf.compat.v1.RunOptions.FULL_TRACE
 
 
 def _is_float(tensor) -> bool:
@@ -82,7 +81,7 @@ class OverflowHook(SelectedStepHook):
             return None
         self._pending = chosen
         return tf.compat.v1.train.SessionRunArgs({t.name: t for _, _, t, _ in chosen},
-                                                 options=tf.compat.v1.RunOptions(trace_level=_FULL_TRACE))
+                                                 options=trace_options())
 
     def after_run(self, run_context, run_values):
         step = self._tracker.step

@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from .chrome_trace import chrome_trace, write_chrome_trace
 from .dump_files import new_run_dir
-from .step_stats import node_runs
+from .step_stats import node_runs, trace_options
 from .steps import StepTracker
 from .training_trace import COLUMNS, iterations
 
@@ -53,8 +53,7 @@ class ProfilingHook(tf.compat.v1.train.SessionRunHook):
         self._tracker.sync(session)
 
     def before_run(self, run_context):
-        return tf.compat.v1.train.SessionRunArgs(
-            None, options=tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE))
+        return tf.compat.v1.train.SessionRunArgs(None, options=trace_options())
 
     def after_run(self, run_context, run_values):
         step = self._tracker.step

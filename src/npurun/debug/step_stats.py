@@ -1,7 +1,10 @@
 """The runtime's per-op execution records (RunMetadata.step_stats) as plain values.
 
 Rules:
-- Requested with `RunOptions(trace_level=FULL_TRACE)`; TensorFlow fills `step_stats` with one
+- Requested with `trace_options()`: `RunOptions(trace_level=FULL_TRACE)` on a machine with a GPU
+  (device tracer: GPU kernel times), SOFTWARE_TRACE without one: the executor records the same
+  per-op statistics on CPUs, and FULL_TRACE there only adds TensorFlow's "GPU trace was not
+  collected" warning at every traced run. TensorFlow fills `step_stats` with one
   NodeExecStats per executed node *instance*: an op inside a device loop appears once per
   iteration. Names are runtime names (after Grappler; loop bodies carry the loop's prefix).
 - `_SOURCE` is the executor's start marker, not an op: it is dropped.
@@ -15,6 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 PSEUDO_NODES = ("_SOURCE",)
+
+
+def trace_options():
+    """RunOptions asking for per-op step statistics (see the rules above)."""
+    import tensorflow as tf
+
+    run_options = tf.compat.v1.RunOptions
+    gpu = bool(tf.config.list_physical_devices("GPU"))
+    return run_options(trace_level=run_options.FULL_TRACE if gpu else run_options.SOFTWARE_TRACE)
 
 
 @dataclass(frozen=True)

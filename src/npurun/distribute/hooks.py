@@ -28,7 +28,9 @@ from .collectives import broadcast
 from .errors import explained
 
 _v1 = tf.compat.v1
-_BROADCAST_COLLECTION = "npurun_broadcast_global_variables"
+# The broadcast op built for root rank R is in collection "npurun_broadcast_global_variables_R": an
+# op (unlike a Python tuple) serialises into a MetaGraphDef, so no export warns about it.
+_BROADCAST_COLLECTION = "npurun_broadcast_global_variables_{}"
 _BROADCASTABLE = (tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64)
 
 # Sessions that passed the start-up checks: checked once per session whatever the hooks.
@@ -116,13 +118,13 @@ class NPUBroadcastGlobalVariablesHook(_v1.train.SessionRunHook):
                              f"{size} ranks")
         self._settings = settings.current()  # the hccl_timeout the broadcast is built with
         graph = _v1.get_default_graph()
-        existing = [op for root, op in graph.get_collection(_BROADCAST_COLLECTION) if root == self._root_rank]
+        existing = graph.get_collection(_BROADCAST_COLLECTION.format(self._root_rank))
         self._barrier = _barrier_op()
         if existing:
             self._op = existing[0]
         else:
             self._op = broadcast_global_variables(self._root_rank, self._index)
-            graph.add_to_collection(_BROADCAST_COLLECTION, (self._root_rank, self._op))
+            graph.add_to_collection(_BROADCAST_COLLECTION.format(self._root_rank), self._op)
 
     def after_create_session(self, session, coord):
         if self._op is None:

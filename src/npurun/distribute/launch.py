@@ -8,7 +8,11 @@ ports of 127.0.0.1.
 Rules:
 - Every output line of a task is printed with its prefix, `[rank i] ` (or `[ps i] `), stdout to
   stdout and stderr to stderr.
-- When a rank (or a ps task) exits with a non-zero status, every other task is stopped (SIGTERM,
+- TensorFlow's C++ start-up banner and INFO lines are dropped from the tasks' stderr (the tasks
+  get TF_CPP_MIN_LOG_LEVEL=1 unless it is set), as `npurun train` drops them; `-v` /
+  NPURUN_VERBOSE=1 keeps them.
+- When a rank (or a ps task) exits with a non-zero status, the launcher says which
+  (`npurun launch: rank 1 failed: exited with status 3 ...`), every other task is stopped (SIGTERM,
   then SIGKILL after `--grace` seconds) and the launcher exits with that status (128 + signal
   number for a task killed by a signal). A rank that exits 0 is done; when every rank is done the
   ps tasks (which serve forever) are stopped and the launcher exits 0.
@@ -34,6 +38,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
+
+from .. import logs
 
 DEFAULT_BASE_PORT = 29600
 
@@ -146,17 +152,29 @@ class _Prefixer(threading.Thread):
 
     lock = threading.Lock()
 
-    def __init__(self, stream, prefix: str, sink):
+    def __init__(self, stream, prefix: str, sink, keep=None):
         super().__init__(daemon=True)
         self.stream, self.prefix, self.sink = stream, prefix, sink
+        self.keep = keep or (lambda line: True)
 
     def run(self):
         for raw in iter(self.stream.readline, b""):
             line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if not self.keep(line):
+                continue
             with self.lock:
                 self.sink.write(self.prefix + line + "\n")
                 self.sink.flush()
         self.stream.close()
+
+
+def _signal_name(code: int) -> str:
+    if code >= 0:
+        return ""
+    try:
+        return f", killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return ""
 
 
 def _status(code: int) -> int:
@@ -181,6 +199,13 @@ class Launch:
             self.stderr.flush()
 
     def start(self) -> None:
+        # Quiet as `npurun train` is: TensorFlow's C++ INFO lines (and its start-up banner, which no
+        # setting hides) are dropped from the ranks' stderr unless detail was asked for.
+        min_level = logs.native_min_level()
+
+        def keep_stderr(line):
+            return logs.keep_native_line(line, min_level)
+
         for task in self.tasks:
             env = dict(os.environ)
             for name in ("RANK_ID", "RANK_SIZE", "TF_CONFIG", "RANK_TABLE_FILE"):
@@ -188,11 +213,12 @@ class Launch:
             env.update(self.extra_env)
             env.update(task.env)
             env.setdefault("PYTHONUNBUFFERED", "1")  # lines reach the prefixer as they are printed
+            env.setdefault("TF_CPP_MIN_LOG_LEVEL", str(min_level))
             proc = subprocess.Popen(self.command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
             self.procs[task.label] = (task, proc)
-            for stream, sink in ((proc.stdout, self.stdout), (proc.stderr, self.stderr)):
-                thread = _Prefixer(stream, task.prefix, sink)
+            for stream, sink, keep in ((proc.stdout, self.stdout, None), (proc.stderr, self.stderr, keep_stderr)):
+                thread = _Prefixer(stream, task.prefix, sink, keep)
                 thread.start()
                 self.threads.append(thread)
 
@@ -243,6 +269,8 @@ class Launch:
             for label, (task, proc) in self.procs.items():
                 code = proc.poll()
                 if code is not None and code != 0:
+                    self._note(f"{label} failed: exited with status {_status(code)}"
+                               f"{_signal_name(code)} (its output above is prefixed [{label}])")
                     self.stop_all(f"{label} exited with status {_status(code)}")
                     return _status(code)
                 if code == 0 and task.job == "ps":
@@ -261,7 +289,8 @@ def add_launch_command(subparsers) -> argparse.ArgumentParser:
         "launch", help="start N ranks of a training script on this machine (data-parallel or parameter-server)",
         description="Start N ranks of `python SCRIPT ARGS` with RANK_ID, RANK_SIZE and TF_CONFIG set (free "
                     "ports of 127.0.0.1 on one host). Output lines are prefixed [rank i]. When a rank fails "
-                    "every rank is stopped and the launcher exits with its status.",
+                    "every rank is stopped and the launcher exits with its status. A script that imports Ascend's "
+                    "adapter (npu_bridge, hccl) runs as `npurun run SCRIPT ARGS` on each rank.",
         epilog="examples:\n"
                "  npurun launch -n 2 train.py --steps 100\n"
                "  npurun launch -n 2 --ps 1 train_ps.py           # parameter-server mode\n"
@@ -308,7 +337,21 @@ def cmd_launch(args) -> int:
     if args.startup_timeout:
         extra["HCCL_CONNECT_TIMEOUT"] = str(args.startup_timeout)
     command = [sys.executable, args.script, *args.args]
+    if uses_adapter(args.script):  # an Ascend adapter script: each rank runs it as `npurun run` would
+        command = [sys.executable, "-m", "npurun.compat", "run", args.script, *args.args]
     return Launch(tasks, command, grace=args.grace, extra_env=extra).run()
+
+
+def uses_adapter(script: str) -> bool:
+    """Whether `script` imports Ascend's adapter (`npu_bridge` / `hccl`), read as text (nothing is run)."""
+    import re
+
+    try:
+        with open(script, encoding="utf-8", errors="replace") as f:
+            source = f.read()
+    except OSError:
+        return False
+    return re.search(r"^\s*(from|import)\s+(npu_bridge|hccl)\b", source, re.MULTILINE) is not None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -20,6 +20,15 @@ DEFAULT_SIGNATURE = "serving_default"
 SINGLE_OUTPUT_KEY = "output"
 
 
+def _quiet_tensor_info():
+    """TensorFlow's signature builders call build_tensor_info, deprecated with no TF2 successor (the
+    SignatureDef is a TF1 SavedModel structure): its once-per-process deprecation warning is about
+    npurun's call, not the user's code, so it is silenced here."""
+    from tensorflow.python.util import deprecation
+
+    return deprecation.silence()
+
+
 def _is_tensor(value) -> bool:
     return isinstance(value, (tf.Tensor, tf.SparseTensor)) or tf.is_tensor(value)
 
@@ -70,7 +79,8 @@ class ClassificationOutput(ExportOutput):
 
     def as_signature_def(self, receiver_tensors):
         examples = _single_string_input(receiver_tensors, "Classification")
-        return _v1.saved_model.classification_signature_def(examples, self._classes, self._scores)
+        with _quiet_tensor_info():
+            return _v1.saved_model.classification_signature_def(examples, self._classes, self._scores)
 
 
 class RegressionOutput(ExportOutput):
@@ -91,7 +101,8 @@ class RegressionOutput(ExportOutput):
 
     def as_signature_def(self, receiver_tensors):
         examples = _single_string_input(receiver_tensors, "Regression")
-        return _v1.saved_model.regression_signature_def(examples, self._value)
+        with _quiet_tensor_info():
+            return _v1.saved_model.regression_signature_def(examples, self._value)
 
 
 class PredictOutput(ExportOutput):
@@ -111,7 +122,8 @@ class PredictOutput(ExportOutput):
         return self._outputs
 
     def as_signature_def(self, receiver_tensors):
-        return _v1.saved_model.predict_signature_def(receiver_tensors, self._outputs)
+        with _quiet_tensor_info():
+            return _v1.saved_model.predict_signature_def(receiver_tensors, self._outputs)
 
 
 def with_default(export_outputs, predictions):

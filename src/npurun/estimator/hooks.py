@@ -81,7 +81,8 @@ class HookRunner:
         metadata = _v1.RunMetadata()
         asked = {i: request for i, request in enumerate(requests) if request is not None}
         structure = {"own": fetches, "hooks": asked}
-        if feed_dict or not hasattr(sess, "make_callable"):
+        # A callable fixes its debug watches when it is made: a run with watches goes through sess.run.
+        if feed_dict or options.debug_options.debug_tensor_watch_opts or not hasattr(sess, "make_callable"):
             results = sess.run(structure, feed_dict=feed_dict or None, options=options, run_metadata=metadata)
         else:
             results = self._cached_run(sess, fetches, requests, structure, options, metadata)

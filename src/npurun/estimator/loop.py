@@ -33,7 +33,7 @@ from typing import Any, Optional
 import numpy as np
 import tensorflow as tf
 
-from ..precision.loss_scale import MANAGERS_COLLECTION
+from ..precision.loss_scale import SKIPPED_COLLECTION
 from . import checkpoints as ckpt_lib, preemption
 from .device_loop import HostCall, scheduled_steps
 from .hooks import NEVER, HookRunner, Progress, RateMeter, StepSchedule, TimeSchedule
@@ -103,7 +103,7 @@ class TrainingLoop:
         self.preempted = False
         self.overflow_skips = 0  # runs that left the global step because of a loss-scale overflow
         self._stall_step, self._stalls, self._overflows, self._skipped = None, 0, 0, None
-        self._skip_counters = [state.skipped_steps for state in sess.graph.get_collection(MANAGERS_COLLECTION)]
+        self._skip_counters = list(sess.graph.get_collection(SKIPPED_COLLECTION))  # loss-scale managers'
 
     def _fast_callable(self):
         fn = self.sess.make_callable([self.program.step_after, self.program.loss],

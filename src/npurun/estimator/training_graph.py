@@ -89,6 +89,13 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 building.warm_start(estimator._warm_start_from)
             start_ops = (building.init_op(graph), building.local_init_op(graph), holder["input"].initializer)
         graph.finalize()
+        if chief and saving:
+            # As tf.estimator's checkpoint saver did: the training graph as text, for TensorBoard
+            # and tools that read <model_dir>/graph.pbtxt.
+            try:
+                tf.io.write_graph(graph.as_graph_def(add_shapes=True), model_dir, "graph.pbtxt")
+            except tf.errors.OpError as error:  # a full disk: the checkpoint save says so, in one paragraph
+                logger.warning("Could not write %s/graph.pbtxt (%s)", model_dir, checkpoints.first_line(error))
         writer = None
         if chief and (summarising or options["log_step_count_steps"]):
             writer = building.summary_writer(model_dir, graph)
@@ -211,7 +218,15 @@ def _savers(built, inp: Input, fed: bool = False):
     plain = built.saver()
     if inp.iterator is None or built.spec.scaffold is not None or fed:
         return [plain], None
-    saveable = tf.data.experimental.make_saveable_from_iterator(inp.iterator, external_state_policy="fail")
-    with_input = _v1.train.Saver(var_list=_v1.global_variables() + [saveable], sharded=False, max_to_keep=None,
-                                 allow_empty=True)
-    return [with_input, plain], saveable.specs[0].tensor
+    # The iterator is a Trackable whose state serialises with ExternalStatePolicy.FAIL: the Saver takes
+    # it as it is (make_saveable_from_iterator, deprecated, made the same "<resource>_STATE" entry).
+    from tensorflow.python.training.saving import saveable_object_util
+
+    var_list = saveable_object_util.op_list_to_dict(_v1.global_variables())
+    var_list[inp.iterator._iterator_resource.name] = inp.iterator
+    with_input = _v1.train.Saver(var_list=var_list, sharded=False, max_to_keep=None, allow_empty=True)
+    # What that entry serialises, run once before training (CheckpointWriter.begin) to decide
+    # whether checkpoints can hold the input position.
+    probe = tf.raw_ops.SerializeIterator(resource_handle=inp.iterator._iterator_resource,
+                                         external_state_policy=tf.data.experimental.ExternalStatePolicy.FAIL.value)
+    return [with_input, plain], probe

@@ -1,4 +1,4 @@
-"""Bundled examples (they need scikit-learn: `pip install npurun[example]`)."""
+"""Bundled examples (their data is bundled too: nothing to download or install)."""
 from .digits import run_example
 
 __all__ = ["run_example"]

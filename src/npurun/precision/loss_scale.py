@@ -33,7 +33,11 @@ import tensorflow as tf
 _v1 = tf.compat.v1
 logger = logging.getLogger("npurun")
 
-MANAGERS_COLLECTION = "npurun_loss_scale_managers"  # graph collection of _LossScaleState, one per manager
+# Graph collections of each manager's scale and skipped-steps variables, in the same order (what
+# the logging hook reads). Variables, unlike Python objects, serialise into a MetaGraphDef, so no
+# export warns about these collections.
+SCALES_COLLECTION = "npurun_loss_scales"
+SKIPPED_COLLECTION = "npurun_loss_scale_skipped_steps"
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -76,7 +80,8 @@ class LossScaleManager:
             if state is None:
                 with graph.name_scope(None):  # top-level names, whatever scope the caller is in
                     state = _LossScaleState(self, self._initial_scale)
-                graph.add_to_collection(MANAGERS_COLLECTION, state)
+                graph.add_to_collection(SCALES_COLLECTION, state.scale)
+                graph.add_to_collection(SKIPPED_COLLECTION, state.skipped_steps)
                 self._states[graph] = state
             return state
 
@@ -204,18 +209,19 @@ class LossScaleLoggingHook(_v1.train.SessionRunHook):
         self._last_skipped = None
 
     def begin(self):
-        states = _v1.get_default_graph().get_collection(MANAGERS_COLLECTION)
-        self._fetches = [self._read_if_initialized(s) for s in states]
+        graph = _v1.get_default_graph()
+        self._fetches = [self._read_if_initialized(scale, skipped) for scale, skipped in
+                         zip(graph.get_collection(SCALES_COLLECTION), graph.get_collection(SKIPPED_COLLECTION))]
         self._runs = 0
         self._last_skipped = None
 
     @staticmethod
-    def _read_if_initialized(state):
+    def _read_if_initialized(scale, skipped_steps):
         """(scale, skipped steps), or (NaN, -1) while the variables are not initialized: sess.run
         scripts run other things (the variable initializer, iterator initializers) before them."""
         with _v1.name_scope("loss_scale_logging"):
-            ready = tf.logical_and(state.scale.is_initialized(), state.skipped_steps.is_initialized())
-            return _v1.cond(ready, lambda: (state.scale.read_value(), state.skipped_steps.read_value()),
+            ready = tf.logical_and(scale.is_initialized(), skipped_steps.is_initialized())
+            return _v1.cond(ready, lambda: (scale.read_value(), skipped_steps.read_value()),
                             lambda: (tf.constant(float("nan")), tf.constant(-1, tf.int64)))
 
     def is_idle(self) -> bool:

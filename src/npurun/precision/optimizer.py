@@ -188,12 +188,13 @@ class NPUOptimizer(_LossScaledOptimizer):
 
     def _record_in_graph(self):
         with _v1.init_scope():
-            _v1.get_default_graph().add_to_collection(TAILING_COLLECTION, self._is_tailing_optimization)
+            # an int: a bool in a collection cannot be written to a MetaGraphDef (TensorFlow warns)
+            _v1.get_default_graph().add_to_collection(TAILING_COLLECTION, int(self._is_tailing_optimization))
 
 
 def check_tailing_optimization(graph, config_value: bool) -> None:
     """ValueError if an NPUOptimizer in `graph` was built with another is_tailing_optimization."""
-    differing = sorted({value for value in graph.get_collection(TAILING_COLLECTION) if value != config_value})
+    differing = sorted({bool(value) for value in graph.get_collection(TAILING_COLLECTION) if bool(value) != config_value})
     if differing:
         raise ValueError(f"NPURunConfig(is_tailing_optimization={config_value}) differs from "
                          f"NPUOptimizer(is_tailing_optimization={differing[0]}); the two must be equal")

@@ -1,6 +1,6 @@
 """Launcher test script (no TensorFlow): print the rank environment; behave as argv says.
 
-argv: MODE [SECONDS]. MODE: ok (exit 0), fail1 (rank 1 exits 3 after SECONDS, others sleep 60),
+argv: MODE [SECONDS]. MODE: ok (exit 0), exit3 (every rank exits 3 at once), fail1 (rank 1 exits 3 after SECONDS, others sleep 60),
 ps_serves (ps tasks sleep forever, ranks exit 0 after 2 s), sleep (sleep 60).
 """
 import json
@@ -17,6 +17,8 @@ print(f"NPURUN_FEED_PORT={os.environ.get('NPURUN_FEED_PORT', '')}", flush=True)
 print(f"pid={os.getpid()}", flush=True)
 print("to stderr", file=sys.stderr, flush=True)
 task = config["task"]
+if mode == "exit3":
+    sys.exit(3)
 if mode == "fail1" and task == {"type": "worker", "index": 1}:
     time.sleep(float(sys.argv[2]))
     print("rank 1 fails now", flush=True)

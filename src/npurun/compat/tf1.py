@@ -1,0 +1,230 @@
+"""The TensorFlow 1 world of scripts: `import tensorflow as tf` in a script gives TensorFlow 1's API.
+
+Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.placeholder`,
+`tf.contrib`, ...) written as `import tensorflow as tf`. While the compat layer is active:
+
+- `import tensorflow` / `from tensorflow import ...` in a *script* module (one whose file is not in
+  site-packages, the standard library or npurun) gives `TF1Module`: `tf.compat.v1` (with what
+  `tf_estimator.attach` adds: `tf.estimator`, the NpuOptimizer `Session`, TF 1 `layers`) plus
+  `tf.contrib` (`npurun.compat.contrib`). npurun and third-party libraries keep TensorFlow 2.
+  The importer is told apart by the globals the import statement passes to `__import__`, so a
+  script's own local modules (model.py next to train.py) are scripts too.
+- `tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist.input_data` are importable, and
+  `tensorflow.python.framework.graph_util.convert_variables_to_constants` exists again.
+- With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
+  shapes and tensor equality, v1 control flow) is switched on when a script first imports
+  TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
+  TensorFlow cannot switch back to eager execution afterwards, so graph mode stays for the process.
+"""
+from __future__ import annotations
+
+import builtins
+import importlib
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+import sysconfig
+import types
+import warnings
+
+from . import contrib
+
+_EXTRA_MODULES = {
+    "tensorflow.examples": None, "tensorflow.examples.tutorials": None, "tensorflow.examples.tutorials.mnist": None,
+    "tensorflow.examples.tutorials.mnist.input_data": "npurun.compat.mnist_input_data",
+}
+_IMPLEMENTATION_PACKAGES = ("python", "core", "contrib", "examples", "tools", "lite", "compiler", "_api", "include",
+                            "dtensor", "tsl", "xla_aot_runtime_src")
+_LAYERS_DEPRECATED = r"`tf\.layers\.\w+` is deprecated"
+_NPURUN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class TF1Module(types.ModuleType):
+    """`tensorflow` as a TensorFlow 1 script sees it: `tf.compat.v1` plus `tf.contrib`."""
+
+    def __init__(self, tf):
+        super().__init__("tensorflow", "TensorFlow 1's API (tf.compat.v1) as npurun run gives it to scripts.")
+        self.__dict__["_v1"] = tf.compat.v1
+        # tf.compat.v1.compat.v1 is another module object than tf.compat.v1 (which attach() adjusts).
+        self.__dict__["compat"] = tf.compat
+
+    def __getattr__(self, name):
+        if name == "contrib":
+            return importlib.import_module("tensorflow.contrib")
+        try:
+            return getattr(self._v1, name)
+        except AttributeError:
+            if name.startswith("__"):
+                raise
+            raise AttributeError(f"module 'tensorflow' has no attribute {name!r}: under npurun run a script's "
+                                 f"tensorflow is TensorFlow 1's API as TensorFlow {self._v1.VERSION} keeps it "
+                                 f"(tf.compat.v1), which has no {name!r}") from None
+
+    def __dir__(self):
+        return sorted(set(dir(self._v1)) | {"contrib"})
+
+
+def _library_dirs() -> tuple:
+    paths = {_NPURUN_DIR}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            paths.add(sysconfig.get_paths()[key])
+        except KeyError:
+            pass
+    return tuple(os.path.realpath(p) + os.sep for p in paths if p)
+
+
+def is_script(globals_) -> bool:
+    """Whether an import with these module globals comes from a script (gets TensorFlow 1)."""
+    if not globals_:
+        return False
+    name = globals_.get("__name__") or ""
+    if name == "npurun" or name.startswith("npurun."):
+        return False
+    path = globals_.get("__file__")
+    if not path:
+        return name == "__main__"
+    path = os.path.realpath(path)
+    if os.sep + "site-packages" + os.sep in path or os.sep + "dist-packages" + os.sep in path:
+        return False
+    return not path.startswith(_library_dirs())
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Makes an import of one name give another module (`sys.modules` is read back after exec_module)."""
+
+    def __init__(self, make):
+        self._make = make
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        sys.modules[module.__name__] = self._make(module.__name__)
+
+
+class TF1Finder(importlib.abc.MetaPathFinder):
+    """`tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist...` while the TF1 world is on."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == "tensorflow.contrib" or fullname.startswith("tensorflow.contrib."):
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(contrib.module_for), is_package=True)
+        if fullname in _EXTRA_MODULES:
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(_extra_module), is_package=True)
+        if fullname == "tensorflow_core" or fullname.startswith("tensorflow_core."):
+            # TF 1.15 / 2.0 installed TensorFlow's code as `tensorflow_core`; some scripts import that name.
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(
+                lambda name: importlib.import_module("tensorflow" + name[len("tensorflow_core"):])), is_package=True)
+        return None
+
+
+def _extra_module(fullname):
+    target = _EXTRA_MODULES[fullname]
+    if target is not None:
+        return importlib.import_module(target)
+    module = types.ModuleType(fullname)
+    module.__path__ = []
+    return module
+
+
+class TF1World:
+    """Installs and removes everything above; `activate()` / `deactivate()` own one."""
+
+    def __init__(self, graph_mode: bool):
+        self.graph_mode = graph_mode
+        self._finder = TF1Finder()
+        self._original_import = None
+        self._module = None
+        self._patched = []  # (object, attribute) set by attach()
+        self._warning_filter = None
+
+    def install(self):
+        sys.meta_path.insert(0, self._finder)
+        # tf-keras warns at every tf.layers call site that tf.layers is deprecated; in a TF 1 script that is
+        # noise on every run (TF 1.15 logged it once per function).
+        warnings.filterwarnings("ignore", message=_LAYERS_DEPRECATED, category=UserWarning)
+        self._warning_filter = warnings.filters[0]
+        self._original_import = original = builtins.__import__
+
+        def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
+            script = level == 0 and name.partition(".")[0] == "tensorflow" and is_script(globals)
+            if script and "." in name:
+                namespace = self._api_namespace(name)
+                if namespace is not None:  # `from tensorflow.train import AdamOptimizer`: TF 1's tf.train
+                    return namespace if fromlist else self.module()
+            module = original(name, globals, locals, fromlist, level)
+            if script and getattr(module, "__name__", "") == "tensorflow":
+                return self.module()
+            return module
+
+        builtins.__import__ = tf1_import
+
+    def _api_namespace(self, name):
+        """`tensorflow.train`, `tensorflow.layers`, `tensorflow.compat.v1.keras`, ... as TF 1's API has them.
+
+        TF 1 could import its API namespaces as modules; TF 2's are TF 2's (or gone). Implementation
+        paths (`tensorflow.python...`, `tensorflow.core...`) and the modules the finder provides are
+        imported as they are.
+        """
+        parts = name.split(".")[1:]
+        if parts[0] in _IMPLEMENTATION_PACKAGES:
+            return None
+        value = self.module()
+        for part in parts:
+            value = getattr(value, part, None)
+            if not isinstance(value, types.ModuleType):
+                return None
+        return value
+
+    def module(self) -> TF1Module:
+        if self._module is None:
+            import tensorflow as tf
+
+            if self.graph_mode:
+                self._enter_graph_mode()
+            self._module = TF1Module(tf)
+        return self._module
+
+    def _enter_graph_mode(self):
+        from tensorflow.python.compat import v2_compat
+        from tensorflow.python.eager import context
+        from tensorflow.python.ops import resource_variables_toggle
+
+        if context.executing_eagerly():
+            v2_compat.disable_v2_behavior()
+            resource_variables_toggle.enable_resource_variables()
+
+    def attach(self, tf):
+        """When TensorFlow is imported: TF 1 names at their TF 1 paths (`graph_util.convert_variables_to_constants`)."""
+        from tensorflow.python.framework import graph_util, indexed_slices, ops, tensor
+
+        # tf-slim 1.1 (and TF 1 code reaching into tensorflow.python) still name ops.Tensor / ops.IndexedSlices,
+        # which TensorFlow 2.21 moved to their own modules: the same classes, at their old names.
+        for obj, attribute, value in (
+                (graph_util, "convert_variables_to_constants", tf.compat.v1.graph_util.convert_variables_to_constants),
+                (ops, "Tensor", tensor.Tensor), (ops, "IndexedSlices", indexed_slices.IndexedSlices)):
+            if not hasattr(obj, attribute):
+                setattr(obj, attribute, value)
+                self._patched.append((obj, attribute))
+
+    def uninstall(self):
+        while self._finder in sys.meta_path:
+            sys.meta_path.remove(self._finder)
+        if self._original_import is not None and builtins.__import__ is not self._original_import:
+            builtins.__import__ = self._original_import
+        if self._warning_filter in warnings.filters:
+            warnings.filters.remove(self._warning_filter)
+            getattr(warnings, "_filters_mutated", lambda: None)()  # what filterwarnings() itself calls
+        for name in list(sys.modules):
+            if name.startswith(("tensorflow.contrib", "tensorflow_core")) or name in _EXTRA_MODULES:
+                del sys.modules[name]
+        real = sys.modules.get("tensorflow")
+        for attribute in ("contrib", "examples"):  # the import system set them on the real module
+            if real is not None and attribute in getattr(real, "__dict__", {}):
+                delattr(real, attribute)
+        for obj, attribute in self._patched:
+            delattr(obj, attribute)
+        self._patched.clear()
+        # Graph mode, once entered, stays: TensorFlow cannot go back to eager after building graphs.
+        self._module = None

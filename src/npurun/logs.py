@@ -1,0 +1,247 @@
+"""What npurun and TensorFlow print: quiet by default, detail on request.
+
+Plain Python (TensorFlow is imported only by `import_tensorflow`, and only when asked).
+
+- `import_tensorflow()` imports TensorFlow with its C++ start-up banner held back: the
+  "All log messages before absl::InitializeLog()" line and the oneDNN / CPU-feature INFO lines are
+  printed from native static initialisers before TensorFlow reads TF_CPP_MIN_LOG_LEVEL, so no
+  environment variable hides them (measured on TF 2.21). The import runs with file descriptor 2
+  redirected to a temporary file; afterwards every captured line is replayed except those INFO
+  lines (and the banner's continuation line). TF_CPP_MIN_LOG_LEVEL defaults to 1 (C++ INFO off)
+  unless the user set it or asked for detail with `-v` / NPURUN_VERBOSE=1, which also shows the
+  banner.
+- The "npurun" logger follows the verbosity of TensorFlow's and absl's Python loggers: after
+  `tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)` or
+  `absl.logging.set_verbosity(absl.logging.INFO)` npurun's INFO lines (loss, steps/sec,
+  checkpoints, evaluation results) appear as tf.estimator's did, through TensorFlow's own
+  handler. `enable_logging()` shows them without touching TensorFlow's settings. A logging
+  configuration of the user's (a handler on the root or "npurun" logger) wins over both.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import tempfile
+
+VERBOSE_ENV = "NPURUN_VERBOSE"
+DEBUG_ENV = "NPURUN_DEBUG"
+
+_TRUE = ("1", "true", "yes", "on")
+# glog/absl line header: severity letter, MMDD, time, thread id, file:line]
+_NATIVE_LINE = re.compile(r"^([IWEF])\d{4} [\d:.]+\s+\d+ \S+:\d+\] ")
+_BANNER_LINES = (
+    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+    "To enable the following instructions:",  # continuation of cpu_feature_guard's INFO line
+)
+# WARNING-level native lines that report normal operation, not a problem: a rank's collective
+# executor tears its rendezvous down with this status when the session closes.
+_ROUTINE_WARNINGS = ("Local rendezvous is aborting with status: ABORTED: Cleanup",)
+_SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}
+
+
+def flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in _TRUE
+
+
+def verbose() -> bool:
+    """Detail asked for (`-v` sets NPURUN_VERBOSE=1)."""
+    return flag(VERBOSE_ENV)
+
+
+_level_set_here = False  # TF_CPP_MIN_LOG_LEVEL came from npurun, not from the user
+
+
+def set_verbose() -> None:
+    """Detail from here on (`-v`): npurun's own TF_CPP_MIN_LOG_LEVEL default gives way, the user's stays."""
+    global _level_set_here
+    os.environ[VERBOSE_ENV] = "1"
+    if _level_set_here:
+        del os.environ["TF_CPP_MIN_LOG_LEVEL"]
+        _level_set_here = False
+
+
+def native_min_level() -> int:
+    """The C++ log level in effect: the user's TF_CPP_MIN_LOG_LEVEL, else 0 when verbose, else 1."""
+    value = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+    if value is not None and value.strip().isdigit():
+        return int(value)
+    return 0 if verbose() else 1
+
+
+def keep_native_line(line: str, min_level: int) -> bool:
+    """Whether a line TensorFlow's native code printed should reach the user at `min_level`."""
+    if min_level <= 0:
+        return True
+    if any(line.startswith(banner) for banner in _BANNER_LINES):
+        return False
+    match = _NATIVE_LINE.match(line)
+    if match is None:
+        return True
+    if any(routine in line for routine in _ROUTINE_WARNINGS):
+        return False
+    return _SEVERITY[match.group(1)] >= min_level
+
+
+def import_tensorflow():
+    """`import tensorflow`, without the start-up banner unless detail was asked for (see module doc)."""
+    if "tensorflow" in sys.modules:
+        return sys.modules["tensorflow"]
+    min_level = native_min_level()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", str(min_level))
+    if min_level <= 0:
+        import tensorflow
+
+        return tensorflow
+    with _native_stderr_filtered(min_level):
+        import tensorflow
+    return tensorflow
+
+
+class _native_stderr_filtered:
+    """Redirects file descriptor 2 into a temporary file, then replays the lines worth keeping."""
+
+    def __init__(self, min_level: int):
+        self.min_level = min_level
+
+    def __enter__(self):
+        try:
+            self.fd = sys.stderr.fileno() if hasattr(sys.stderr, "fileno") else 2
+        except (OSError, ValueError):  # pytest's capture and notebooks give streams without a descriptor
+            self.fd = 2
+        sys.stderr.flush()
+        self.saved = os.dup(self.fd)
+        self.capture = tempfile.TemporaryFile()
+        os.dup2(self.capture.fileno(), self.fd)
+        return self
+
+    def __exit__(self, *exc):
+        sys.stderr.flush()
+        os.dup2(self.saved, self.fd)
+        os.close(self.saved)
+        self.capture.seek(0)
+        text = self.capture.read().decode("utf-8", "replace")
+        self.capture.close()
+        kept = [line for line in text.splitlines(keepends=True) if keep_native_line(line, self.min_level)]
+        if kept:
+            sys.stderr.write("".join(kept))
+            sys.stderr.flush()
+        return False
+
+
+# --- the "npurun" logger ---------------------------------------------------------------------
+
+_FORMAT = "%(levelname)s:%(name)s:%(message)s"  # TensorFlow's Python logger's format
+_enabled_handler = None
+
+
+def enable_logging(level: int = logging.INFO, stream=None) -> logging.Handler:
+    """Show npurun's log lines (loss and step, steps/sec, checkpoints, evaluation results) on
+    `stream` (default stderr) from `level` up. Idempotent; returns the handler it added."""
+    global _enabled_handler
+    logger = logging.getLogger("npurun")
+    if _enabled_handler is None:
+        _enabled_handler = logging.StreamHandler(stream or sys.stderr)
+        _enabled_handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        logger.addHandler(_enabled_handler)
+    elif stream is not None:
+        _enabled_handler.setStream(stream)
+    logger.setLevel(level)
+    return _enabled_handler
+
+
+def disable_logging() -> None:
+    """Undo `enable_logging` (npurun's lines follow TensorFlow's and absl's verbosity again)."""
+    global _enabled_handler
+    logger = logging.getLogger("npurun")
+    if _enabled_handler is not None:
+        logger.removeHandler(_enabled_handler)
+        _enabled_handler = None
+    logger.setLevel(logging.NOTSET)
+
+
+def _followed_level():
+    """INFO (or DEBUG) when TensorFlow's or absl's Python logger was set to it, else None."""
+    levels = []
+    for name in ("tensorflow", "absl"):
+        existing = logging.Logger.manager.loggerDict.get(name)
+        if isinstance(existing, logging.Logger) and existing.level != logging.NOTSET:
+            levels.append(existing.level)
+    low = min(levels, default=logging.WARNING)
+    return low if low <= logging.INFO else None
+
+
+class _NpurunLogger(logging.Logger):
+    """The "npurun" logger: with no level of its own, it takes INFO from TensorFlow / absl (see module doc).
+
+    Logger.getEffectiveLevel reads `.level` attribute by attribute up the hierarchy, so the level is
+    a property; Python clears its per-logger level caches on every setLevel, which is how
+    set_verbosity reaches it.
+    """
+
+    @property
+    def level(self):
+        if self._own_level != logging.NOTSET:
+            return self._own_level
+        return _followed_level() or logging.NOTSET
+
+    @level.setter
+    def level(self, value):
+        self._own_level = value
+
+
+class _Bridge(logging.Handler):
+    """Prints npurun's records when no handler of the user's would: through TensorFlow's handler
+    (its lines look like TensorFlow's own) or, without one, on stderr in the same format."""
+
+    def __init__(self):
+        super().__init__()
+        self.setFormatter(logging.Formatter(_FORMAT))
+
+    def emit(self, record):
+        logger = logging.getLogger("npurun")
+        if logging.getLogger().handlers or any(h is not self for h in logger.handlers):
+            return
+        handlers = logging.getLogger("tensorflow").handlers
+        if handlers:
+            for handler in handlers:
+                if record.levelno >= handler.level:
+                    handler.handle(record)
+            return
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:  # noqa: BLE001 - logging must not raise
+            self.handleError(record)
+
+
+def user_configured(logger=None) -> bool:
+    """Whether the "npurun" logger has a handler or a level of the user's (not just the bridge)."""
+    logger = logger or logging.getLogger("npurun")
+    own_level = getattr(logger, "_own_level", logger.level)
+    return own_level != logging.NOTSET or any(not isinstance(h, _Bridge) for h in logger.handlers)
+
+
+def install() -> None:
+    """Make "npurun" an _NpurunLogger with the bridge (called once when npurun is imported)."""
+    global _level_set_here
+    if "tensorflow" not in sys.modules and "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+        # TensorFlow reads this once, when it is imported: its C++ INFO lines stay off for a script
+        # that imports npurun first (the start-up banner too, when npurun imports TensorFlow).
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = str(native_min_level())
+        _level_set_here = True
+    manager = logging.Logger.manager
+    existing = manager.loggerDict.get("npurun")
+    if isinstance(existing, _NpurunLogger):
+        return
+    logger = _NpurunLogger("npurun")
+    logger.manager, logger.parent = manager, logging.getLogger()
+    if isinstance(existing, logging.Logger):  # created before npurun was imported: keep its set-up
+        logger.level, logger.handlers = existing.level, list(existing.handlers)
+        logger.propagate, logger.disabled = existing.propagate, existing.disabled
+    manager.loggerDict["npurun"] = logger
+    for name, child in list(manager.loggerDict.items()):
+        if name.startswith("npurun.") and isinstance(child, logging.Logger) and child.parent in (existing, logger.parent):
+            child.parent = logger
+    logger.addHandler(_Bridge())
+    manager._clear_cache()
