@@ -12,6 +12,7 @@ Readers (evaluate, predict, get_variable_value, export) take no lock.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
@@ -42,6 +43,19 @@ def _read_holder(handle) -> dict:
         return {}
 
 
+def _make_dir(model_dir: str) -> None:
+    try:
+        os.makedirs(model_dir, exist_ok=True)
+    except NotADirectoryError:
+        parent, blocker = model_dir, model_dir
+        while parent and parent != os.path.dirname(parent):
+            if os.path.exists(parent) and not os.path.isdir(parent):
+                blocker = parent
+            parent = os.path.dirname(parent)
+        raise NotADirectoryError(errno.ENOTDIR, f"cannot create model_dir {model_dir}: {blocker} is not a "
+                                                f"directory") from None
+
+
 @contextlib.contextmanager
 def hold(model_dir: str, enabled: bool = True):
     """Hold the model_dir's training lock inside the block (nothing when not `enabled`).
@@ -51,7 +65,7 @@ def hold(model_dir: str, enabled: bool = True):
     if not enabled:
         yield
         return
-    os.makedirs(model_dir, exist_ok=True)
+    _make_dir(model_dir)
     path = os.path.join(model_dir, LOCK_FILE)
     handle = open(path, "a+")
     try:
