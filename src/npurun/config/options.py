@@ -83,7 +83,8 @@ _OPTIONS = (
            mechanism="merged into the session's ConfigProto; its NpuOptimizer entry is decoded and removed"),
     Option("keep_checkpoint_max", 5, integer(lo=0), EFFECT, inherited=True,
            rule="an int >= 0 or None; 0 or None keeps all",
-           doc="How many recent checkpoints to keep.",
+           doc="How many recent checkpoints to keep (the disk needs room for N+1: a new one is complete before "
+               "the oldest is deleted).",
            mechanism="Saver(max_to_keep=N)"),
     Option("keep_checkpoint_every_n_hours", 10000, number(gt=0), EFFECT, inherited=True, nullable=False,
            rule="a number > 0 (10000 effectively disables it)",

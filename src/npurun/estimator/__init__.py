@@ -2,8 +2,10 @@
 
 Modules: `spec` (EstimatorSpec, NPUEstimatorSpec, ModeKeys, TrainSpec, EvalSpec), `estimator`
 (NPUEstimator), `training_graph` and `loop` (the training loop), `hooks` (the SessionRunHook
-runner and schedules), `checkpoints` (saving, retention, crash-safe restore), `export`
-(SavedModel export), `training` (train_and_evaluate), `model_dir`. tf.estimator conformance
+runner and schedules), `checkpoints` (saving, retention, crash-safe restore) and
+`checkpoint_files` (the files on disk), `export` (SavedModel export), `training`
+(train_and_evaluate), `model_dir`, `model_dir_lock` (one training job per model_dir), `preemption`
+(SIGTERM / SIGINT during train()). tf.estimator conformance
 (docs/tf_estimator.md): `spec_checks`, `keras_metrics`, `export_output`, `exporters`,
 `early_stopping`, `in_memory_evaluator`, `experimental`, `scaffolds`, `warm_start`,
 `add_metrics`, `tf_conformance`.
@@ -18,3 +20,11 @@ from .training import train_and_evaluate
 __all__ = ["NPUEstimator", "EstimatorSpec", "NPUEstimatorSpec", "ModeKeys", "TrainSpec", "EvalSpec",
            "train_and_evaluate", "ServingInputReceiver", "PredictOutput", "build_raw_serving_input_receiver_fn",
            "build_parsing_serving_input_receiver_fn", "NanLossDuringTrainingError"]
+
+# Fault errors (see docs/estimator.md, "What survives what").
+from .checkpoints import CheckpointSaveError, DiskFullError, NonFiniteVariableError  # noqa: E402
+from .loop import GlobalStepStalledError  # noqa: E402
+from .model_dir_lock import ModelDirInUseError  # noqa: E402
+
+__all__ += ["CheckpointSaveError", "DiskFullError", "NonFiniteVariableError", "GlobalStepStalledError",
+            "ModelDirInUseError"]

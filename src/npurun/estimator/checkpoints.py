@@ -1,102 +1,132 @@
-"""Checkpoint files: saving with retention, and restoring the newest complete checkpoint.
+"""Checkpoints: saving with retention, and restoring the newest complete, readable checkpoint
+(the file-level facts: names, listing, readability, pins, the state file, are in checkpoint_files.py).
 
 Crash safety. TensorFlow's V2 checkpoint writer writes each file under a `.tempstate<random>`
-name and renames it when complete, the data file before the index; the `checkpoint` state file
-is replaced atomically too. So a process killed at any moment leaves either a complete
-`model.ckpt-N` (index present) or only `.tempstate` leftovers. On top of that:
+name and renames it when complete, the data file before the index. On top of that:
 
-  - files are written in the order data+index, then the state file, then old checkpoints are
-    deleted: the state file never names a checkpoint that is not there yet;
+  - files are written in the order data+index, then the state file (written here under a
+    temporary name and renamed, so it is always whole), then old checkpoints are deleted: the
+    state file never names a checkpoint that is not complete;
+  - listing, eviction and the state file tolerate files that vanish underneath them (a reader
+    never locks; one writer per model_dir is enforced by model_dir_lock.py);
   - restoring tries checkpoints newest first (by step, whether or not the state file was updated
-    before the kill) and falls back to the next one if a restore fails, with a warning;
+    before a kill) and falls back to the next one if a restore fails, with a warning naming the
+    file and the reason. Nothing is renamed or deleted because of a read error (it may be
+    transient: a busy network file system);
+  - readers (`latest_checkpoint`, `resolve`: get_variable_value, export, warm start) call a
+    checkpoint readable when all its tensors read (the data, with TensorFlow's checksums, not
+    only the index), the input position included;
+  - a checkpoint whose input position is damaged (DataLossError) is skipped like any damaged
+    one: resuming from an older intact checkpoint is exact, resuming without the position is not;
   - `.tempstate` leftovers of a killed save are removed when the next saver starts.
+
+Saving. A save that fails is an error (CheckpointSaveError; DiskFullError naming the directory,
+the bytes needed and free), never a silent downgrade: whether the input position can be saved
+is decided once, before training (`CheckpointWriter.begin`), and a warning says so when not. A
+checkpoint is not written when a variable is NaN/Inf (NonFiniteVariableError names the first),
+so the last good checkpoint stays the newest.
 
 Retention follows tf.compat.v1.train.Saver's rules: keep the `max_to_keep` newest (None or 0:
 all); a checkpoint pushed out of that window is kept anyway when it was written at least
 `keep_checkpoint_every_n_hours` after the last one kept that way (the first: after the saver
-started). Wall time comes from `clock` (module attribute, replaceable in tests).
+started). Wall time comes from `clock` (module attribute, replaceable in tests). A new checkpoint
+is complete before the oldest is deleted, so keep_checkpoint_max=N needs room for N+1.
 """
 from __future__ import annotations
 
+import errno
 import glob
 import logging
 import os
-import re
+import shutil
 import time
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
+from .checkpoint_files import (PREFIX, RELISTS, STATE_FILE, candidates, checkpoint_step, data_files,  # noqa: F401
+                               first_line, has_files, is_readable, mtime, pinned, read_state, remove_quietly,
+                               remove_stale_pins, warn_incomplete, why_unreadable, write_state_file)
+
 logger = logging.getLogger("npurun")
 
-PREFIX = "model.ckpt"
-STATE_FILE = "checkpoint"
 FINISHED_FILE = "npurun_train_finished"
 clock: Callable[[], float] = time.time
 
-_STEP = re.compile(r"-(\d+)$")
+
+class CheckpointSaveError(RuntimeError):
+    """A checkpoint could not be saved; the newest complete one stays named in the state file."""
 
 
-def checkpoint_step(prefix: str) -> Optional[int]:
-    """The global step in a checkpoint name such as `model.ckpt-1200`, or None."""
-    match = _STEP.search(prefix)
-    return int(match.group(1)) if match else None
+class DiskFullError(CheckpointSaveError):
+    """No room on the model_dir's file system for the next checkpoint."""
 
 
-def _has_files(prefix: str) -> bool:
-    return os.path.exists(prefix + ".index") and bool(glob.glob(glob.escape(prefix) + ".data-*-of-*"))
-
-
-def candidates(model_dir: str) -> List[str]:
-    """Checkpoint prefixes in `model_dir` that have an index and data, newest (highest step) first.
-
-    Found both through the state file and by listing the directory, so a checkpoint written just
-    before a kill (state file not yet updated) is found too.
-    """
-    found = {p[:-len(".index")] for p in glob.glob(os.path.join(glob.escape(model_dir), "*.index"))}
-    state = tf.compat.v1.train.get_checkpoint_state(model_dir)
-    if state is not None:
-        found.update(state.all_model_checkpoint_paths)
-        if state.model_checkpoint_path:
-            found.add(state.model_checkpoint_path)
-    # get_checkpoint_state already joined the state file's relative paths to model_dir.
-    prefixes = [p for p in {os.path.normpath(p) for p in found} if _has_files(p)]
-    return sorted(prefixes, key=lambda p: (checkpoint_step(p) or -1, os.path.getmtime(p + ".index")), reverse=True)
-
-
-def is_readable(prefix: str) -> bool:
-    """Whether the checkpoint's index and data files open (cheap: tensors are not read)."""
-    try:
-        tf.train.load_checkpoint(prefix)
-    except (tf.errors.OpError, ValueError):
-        return False
-    return _has_files(prefix)
+class NonFiniteVariableError(CheckpointSaveError):
+    """A variable holds NaN or Inf: the checkpoint is not written, the last good one stays newest."""
 
 
 def latest_checkpoint(model_dir: str) -> Optional[str]:
-    """The newest readable checkpoint in `model_dir`, or None."""
+    """The newest readable checkpoint in `model_dir`, or None; a warning names each one skipped."""
     if not model_dir or not os.path.isdir(model_dir):
         return None
-    for prefix in candidates(model_dir):
-        if is_readable(prefix):
-            return prefix
-        logger.warning("Skipping unreadable checkpoint %s", prefix)
-    return None
+    chosen, vanished = None, False
+    for _ in range(RELISTS):
+        vanished = False
+        for prefix in candidates(model_dir):
+            reason = why_unreadable(prefix)
+            if reason is None:
+                chosen = prefix
+                break
+            if has_files(prefix):  # not merely evicted by a concurrent training job
+                logger.warning("Skipping the damaged checkpoint %s (%s); using an older one", prefix, reason)
+            else:
+                vanished = True
+        if chosen is not None or not vanished:
+            break  # else every candidate was evicted while we read: list the directory again
+    warn_incomplete(model_dir, chosen)
+    return chosen
+
+
+def read_newest(model_dir: str, read: Callable[[str], object]):
+    """`read(prefix)` of the newest readable checkpoint; when that checkpoint vanishes before it is
+    read (a training job evicted it), of the next newest. Raises ValueError when there is none."""
+    for _ in range(10):
+        prefix = latest_checkpoint(model_dir)
+        if prefix is None:
+            break
+        try:
+            with pinned(prefix) as linked:
+                return read(linked)
+        except (tf.errors.NotFoundError, OSError):
+            if has_files(prefix):
+                raise
+    raise ValueError(f"No checkpoint in {model_dir}: train the model first")
 
 
 def resolve(path: str) -> Optional[str]:
     """A checkpoint prefix from a prefix or a directory (its newest readable checkpoint)."""
     if os.path.isdir(path):
         return latest_checkpoint(path)
-    return path if is_readable(path) else None
+    reason = why_unreadable(path)
+    if reason is not None:
+        logger.warning("The checkpoint %s does not read (%s)", path, reason)
+        return None
+    return path
 
 
 def mark_finished(model_dir: str, step: int) -> None:
-    """Record that a train() call ended normally at `step` (atomically: write, then rename)."""
+    """Record that a train() call ended normally at `step` (atomically: write, then rename). Where
+    that fails (a full disk), the checkpoint is already complete: a warning, not an error."""
     path = os.path.join(model_dir, FINISHED_FILE)
-    with open(path + ".tmp", "w") as marker:
-        marker.write(f"{step}\n")
-    os.replace(path + ".tmp", path)
+    try:
+        with open(path + ".tmp", "w") as marker:
+            marker.write(f"{step}\n")
+        os.replace(path + ".tmp", path)
+    except OSError as err:
+        remove_quietly(path + ".tmp")
+        logger.warning("Could not record in %s that training ended at step %d (%s); the next train() call will "
+                       "continue the input where this one stopped instead of from its start", path, step, err)
 
 
 def finished_step(model_dir: str) -> Optional[int]:
@@ -112,7 +142,9 @@ def restore(savers: Sequence, sess, prefix: str) -> None:
     """Restore `prefix` with the first of `savers` whose keys it holds.
 
     Savers go from the most to the least complete (e.g. with, then without, the input position),
-    so a checkpoint written by a less complete saver restores too.
+    so a checkpoint written by a less complete saver restores too. A damaged input position
+    (DataLossError) is raised like damaged variables: the caller falls back to an older,
+    intact checkpoint rather than resuming inexactly.
     """
     for saver in savers[:-1]:
         try:
@@ -120,11 +152,13 @@ def restore(savers: Sequence, sess, prefix: str) -> None:
             return
         except tf.errors.NotFoundError:
             continue  # a key of this saver is not in the checkpoint: try the next one
+        except (tf.errors.DataLossError, tf.errors.InternalError, tf.errors.OutOfRangeError):
+            raise  # damaged bytes (a checksum, a variant that no longer decodes, a truncated file)
         except tf.errors.OpError as err:
-            # E.g. an input position saved by a different input pipeline; the variables may still
+            # An input position saved by a different input pipeline; the variables may still
             # restore with the next saver (a broken checkpoint fails there too).
-            logger.warning("Restoring %s with its input position failed (%s); reading the input from its start",
-                           prefix, str(err).splitlines()[0])
+            logger.warning("The input position in %s does not fit this input pipeline (%s); reading the input "
+                           "from its start", prefix, first_line(err))
     savers[-1].restore(sess, prefix)
 
 
@@ -137,28 +171,42 @@ def restore_newest(savers: Sequence, sess, model_dir: str, quarantine: bool = Fa
     (`mark_finished`): a restart after a crash continues the same data sequence, while a new
     train() call reads its input from the start, as tf.estimator did.
 
-    With `quarantine` (the chief, before training) the files of a checkpoint that fails to
-    restore get the suffix `.unreadable`, so that later restores and `latest_checkpoint` skip it.
+    A checkpoint that fails to restore is skipped with a warning and left in place (`quarantine`
+    is accepted for compatibility and does nothing: a read error may be transient). One that
+    vanished in between (evicted by the training job) is skipped silently.
     Raises RuntimeError when checkpoints exist but none restores (starting from scratch would
     silently move the global step back).
     """
     tried = []
     finished = finished_step(model_dir)
-    for prefix in candidates(model_dir):
-        use = savers if resume_input and checkpoint_step(prefix) != finished else savers[-1:]
-        try:
-            restore(use, sess, prefix)
-        except (tf.errors.OpError, ValueError, IndexError) as err:
-            logger.warning("Checkpoint %s does not restore (%s); trying an older one", prefix,
-                           str(err).splitlines()[0] if str(err) else type(err).__name__)
-            tried.append(prefix)
-            if quarantine:
-                for name in glob.glob(glob.escape(prefix) + ".*"):
-                    os.replace(name, name + ".unreadable")
-            continue
-        return prefix
+    chosen = None
+    for _ in range(RELISTS):
+        vanished = False
+        for prefix in candidates(model_dir):
+            if prefix in tried:
+                continue
+            use = savers if resume_input and checkpoint_step(prefix) != finished else savers[-1:]
+            try:
+                with pinned(prefix) as linked:
+                    restore(use, sess, linked)
+            except (tf.errors.OpError, ValueError, IndexError, OSError) as err:
+                if not has_files(prefix):
+                    vanished = True
+                    continue  # evicted while we read it (readers run beside training)
+                logger.warning("Checkpoint %s does not restore (%s); trying an older one", prefix, first_line(err))
+                tried.append(prefix)
+                continue
+            chosen = prefix
+            break
+        if chosen is not None or not vanished:
+            break
+    warn_incomplete(model_dir, chosen)
+    if chosen is not None:
+        return chosen
     if tried:
-        raise RuntimeError(f"None of the checkpoints in {model_dir} restores: {', '.join(tried)}")
+        raise RuntimeError(f"None of the checkpoints in {model_dir} restores ({', '.join(tried)}; the warnings above "
+                           f"give each reason). They are left in place: if the read errors were transient (a network "
+                           f"file system), try again; to start from scratch, use another model_dir")
     return None
 
 
@@ -166,41 +214,59 @@ class CheckpointWriter:
     """Saves `model.ckpt-<step>` with a Saver and applies the retention rules."""
 
     def __init__(self, savers: Sequence, model_dir: str, max_to_keep: Optional[int], keep_every_n_hours: float,
-                 listeners: Sequence = ()):
-        """`savers`: tried in order; one whose save fails (an input pipeline that cannot be
-        serialised) is dropped for the rest of training, with a warning."""
+                 listeners: Sequence = (), input_state=None, finite_check=None):
+        """`savers`: the most complete first (with the input position), then variables only.
+        `input_state`: the tensor serialising the input position (run once in `begin` to decide
+        whether the input can be saved), or None. `finite_check`: (bool tensor, names) from
+        `finite_check`, run before each save, or None."""
         self._savers = list(savers)
         self._dir = model_dir
         self._max = max_to_keep or None
         self._keep_secs = keep_every_n_hours * 3600.0 if keep_every_n_hours else None
         self._listeners = list(listeners)
+        self._input_state = input_state
+        self._finite_check = finite_check
         self.last_saved_step: Optional[int] = None
+        self.last_saved: Optional[str] = None
         os.makedirs(model_dir, exist_ok=True)
         for leftover in glob.glob(os.path.join(glob.escape(model_dir), "*.tempstate*")):
-            os.remove(leftover)  # a save killed half-way; never part of a checkpoint
+            remove_quietly(leftover)  # a save killed half-way; never part of a checkpoint
+        remove_stale_pins(model_dir)
         self._kept, last_preserved = self._recover()
         self._next_keep_time = (last_preserved or clock()) + (self._keep_secs or 0.0)
 
     def _recover(self) -> Tuple[List[Tuple[str, float]], Optional[float]]:
         """The checkpoints still subject to retention, oldest first, with their save times."""
-        state = tf.compat.v1.train.get_checkpoint_state(self._dir)
+        state = read_state(self._dir)
         managed: List[Tuple[str, float]] = []
         last_preserved = None
         if state is not None:
             times = list(state.all_model_checkpoint_timestamps)
             for i, path in enumerate(state.all_model_checkpoint_paths):
                 path = os.path.normpath(path)  # already joined to the directory
-                if _has_files(path):
-                    managed.append((path, times[i] if i < len(times) else os.path.getmtime(path + ".index")))
+                if has_files(path):
+                    managed.append((path, times[i] if i < len(times) else mtime(path + ".index")))
             last_preserved = state.last_preserved_timestamp or None
         newest = max((checkpoint_step(p) or -1 for p, _ in managed), default=-1)
         # Checkpoints written after the last state update (a kill in between) join the window.
         for path in reversed(candidates(self._dir)):
             if (checkpoint_step(path) or -1) > newest:
-                managed.append((path, os.path.getmtime(path + ".index")))
+                managed.append((path, mtime(path + ".index")))
         return managed, last_preserved
 
-    def begin(self) -> None:
+    @property
+    def saves_input_position(self) -> bool:
+        return len(self._savers) > 1
+
+    def begin(self, sess=None) -> None:
+        """Before training: decide once whether checkpoints can hold the input position."""
+        if sess is not None and self._input_state is not None and len(self._savers) > 1:
+            try:
+                sess.run(self._input_state.op)
+            except tf.errors.OpError as err:
+                logger.warning("Checkpoints will not hold the input pipeline's position (it cannot be saved: %s); "
+                               "a restart re-reads the input from its start", first_line(err))
+                self._savers = self._savers[1:]
         for listener in self._listeners:
             listener.begin()
 
@@ -212,32 +278,79 @@ class CheckpointWriter:
         """Save at `step`; True when a listener asks training to stop."""
         for listener in self._listeners:
             listener.before_save(sess, step)
+        if self._finite_check is not None:
+            self._check_finite(sess, step)
         prefix = os.path.normpath(os.path.join(self._dir, f"{PREFIX}-{step}"))
         logger.info("Saving checkpoint for step %d into %s", step, prefix)
-        savers = self._savers
-        while True:
-            try:
-                savers[0].save(sess, os.path.join(self._dir, PREFIX), global_step=step, write_meta_graph=False,
-                                     write_state=False)
-                break
-            except tf.errors.OpError as err:
-                if len(savers) == 1:
-                    raise
-                logger.warning("Checkpoints will not hold the input pipeline's position (it cannot be saved: %s); "
-                               "a restart re-reads the input from its start", str(err).splitlines()[0])
-                self._savers.pop(0)
-                savers = self._savers
-        self._kept = [(p, t) for p, t in self._kept if p != prefix] + [(prefix, clock())]
+        try:
+            self._savers[0].save(sess, os.path.join(self._dir, PREFIX), global_step=step, write_meta_graph=False,
+                                 write_state=False)
+        except (tf.errors.OpError, OSError) as err:
+            for leftover in glob.glob(glob.escape(prefix) + ".*tempstate*"):
+                remove_quietly(leftover)
+            raise self._save_error(prefix, err) from err
+        kept = [(p, t) for p, t in self._kept if p != prefix] + [(prefix, clock())]
+        previous = (list(self._kept), self._next_keep_time)
+        self._kept = kept
         evicted = self._evict()
-        self._write_state()
+        try:
+            self._write_state()
+        except OSError as err:
+            self._kept, self._next_keep_time = previous  # nothing evicted: the old state file still holds
+            raise self._save_error(prefix, err) from err
         for path in evicted:
             for name in glob.glob(glob.escape(path) + ".*"):
-                os.remove(name)
+                remove_quietly(name)
         self.last_saved_step = step
+        self.last_saved = prefix
         stop = False
         for listener in self._listeners:
             stop = bool(listener.after_save(sess, step)) or stop
         return stop
+
+    def _check_finite(self, sess, step: int) -> None:
+        flags, names = self._finite_check
+        values = sess.run(flags)
+        if not values.all():
+            first = names[int(values.argmin())]
+            raise NonFiniteVariableError(
+                f"The variable {first} holds NaN or Inf at global step {step}; the checkpoint is not written, "
+                f"so {self._newest_text()} stays the newest. Lower the learning rate, clip the gradients, or "
+                f"enable loss scaling (precision options)")
+
+    def _newest_text(self) -> str:
+        newest = [p for p, _ in self._kept if has_files(p)]
+        return f"{os.path.basename(newest[-1])} (in {self._dir})" if newest else "no checkpoint"
+
+    def _save_error(self, prefix: str, err) -> CheckpointSaveError:
+        reason = first_line(err)
+        full = isinstance(err, tf.errors.ResourceExhaustedError) or getattr(err, "errno", None) == errno.ENOSPC \
+            or "No space left" in str(err) or "Disk quota" in str(err)
+        newest = self._newest_text()
+        if full:
+            needed = self._bytes_needed()
+            free = shutil.disk_usage(self._dir).free
+            return DiskFullError(
+                f"Not enough space to save {os.path.basename(prefix)} in {self._dir}: about {needed} bytes needed, "
+                f"{free} bytes free ({reason}). {newest} is complete and named in the state file, so training can "
+                f"resume from it. Free space there (keep_checkpoint_max=N needs room for N+1 checkpoints) "
+                f"or use another model_dir")
+        return CheckpointSaveError(f"Could not save {prefix}: {reason}. {newest} is complete and named in the state "
+                                   f"file")
+
+    def _bytes_needed(self) -> int:
+        """The size of the newest checkpoint's files, or else the variables' bytes."""
+        for path, _ in reversed(self._kept):
+            try:
+                return sum(os.path.getsize(name) for name in [path + ".index"] + data_files(path))
+            except OSError:
+                continue
+        total = 0
+        for variable in tf.compat.v1.global_variables():
+            shape = variable.shape
+            if shape.is_fully_defined():
+                total += shape.num_elements() * variable.dtype.base_dtype.size
+        return total
 
     def _evict(self) -> List[str]:
         evicted = []
@@ -251,13 +364,18 @@ class CheckpointWriter:
 
     def _write_state(self) -> None:
         """Write the state file with paths relative to the model directory (`model.ckpt-N`), as
-        tf.compat.v1.train.Saver does, so TensorFlow resolves them from any working directory.
+        tf.compat.v1.train.Saver does, so TensorFlow resolves them from any working directory."""
+        write_state_file(self._dir, [os.path.relpath(p, self._dir) for p, _ in self._kept],
+                         [t for _, t in self._kept], self._next_keep_time - (self._keep_secs or 0.0))
 
-        The directory is passed to TensorFlow as an absolute path: given a relative one, TensorFlow
-        re-relativises the (already relative) paths against it and writes `../model.ckpt-N`.
-        """
-        paths = [os.path.relpath(p, self._dir) for p, _ in self._kept]
-        tf.compat.v1.train.update_checkpoint_state(
-            os.path.abspath(self._dir), paths[-1], all_model_checkpoint_paths=paths,
-            all_model_checkpoint_timestamps=[t for _, t in self._kept],
-            last_preserved_timestamp=self._next_keep_time - (self._keep_secs or 0.0))
+
+def finite_check(variables) -> Optional[tuple]:
+    """(a bool vector: each floating variable is all-finite, their names) for CheckpointWriter, built
+    in the training graph before it is finalised; None when there is no floating variable."""
+    floating = [v for v in variables if v.dtype.base_dtype.is_floating]
+    if not floating:
+        return None
+    with tf.name_scope("npurun_finite_check"):
+        flags = tf.stack([tf.reduce_all(tf.math.is_finite(v.read_value() if hasattr(v, "read_value") else v))
+                          for v in floating])
+    return flags, [v.op.name for v in floating]

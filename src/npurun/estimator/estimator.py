@@ -13,7 +13,7 @@ from ..config import NPURunConfig
 from ..debug.exception_dump import exception_dump
 from ..distribute import errors as distribute_errors
 from ..runtime.plan import build_plan
-from . import building, checkpoints, export as export_lib, tf_conformance, training_graph
+from . import building, checkpoints, export as export_lib, model_dir_lock, preemption, tf_conformance, training_graph
 from .hooks import HookRunner
 from .inputs import call_with_accepted, make_input
 from .model_dir import resolve_model_dir
@@ -103,6 +103,10 @@ class NPUEstimator:
         Rules: `steps` and `max_steps` are exclusive and must be > 0; `max_steps` is a total, so a
         model whose checkpoint is already at or past it is not trained. With `iterations_per_loop`
         N > 1 the number of steps of the call must be a multiple of N. Returns self.
+
+        Faults: a second training job on the same model_dir gets ModelDirInUseError naming the
+        holder; SIGTERM / SIGINT save a checkpoint after the run in flight and raise
+        SystemExit(143 / 130); see docs/estimator.md, "What survives what".
         """
         if self._config.graph_run_mode == 0:
             raise ValueError("NPUEstimator.train: graph_run_mode=0 is inference mode; training needs "
@@ -117,7 +121,16 @@ class NPUEstimator:
                 logger.info("Skipping training: the checkpoint %s is already at or past max_steps=%d",
                             latest, max_steps)
                 return self
-        training_graph.train(self, input_fn, list(hooks or ()), steps, max_steps, list(saving_listeners or ()))
+        # One training job per model_dir (the chief writes it); SIGTERM / SIGINT stop after the run in
+        # flight with a checkpoint, then exit 143 / 130 (see preemption.py).
+        with model_dir_lock.hold(self._model_dir, enabled=self._config.is_chief), preemption.watch() as watch:
+            try:
+                training_graph.train(self, input_fn, list(hooks or ()), steps, max_steps,
+                                     list(saving_listeners or ()))
+            except distribute_errors.CollectiveTimeoutError as error:
+                if not watch.peer_stopped_first(error, self._model_dir):
+                    raise
+        watch.exit_if_requested()
         return self
 
     # ---- evaluate ---------------------------------------------------------------------------------------
@@ -149,10 +162,21 @@ class NPUEstimator:
                 runner, saver, ops = _prepare_restore(built, holder, hooks, spec.evaluation_hooks, plan)
             built.graph.finalize()
             with built.session(plan.target) as sess, distribute_errors.explained(self._config):
-                building.start(sess, ops, saver, self._model_dir, checkpoint_path=path, scaffold=spec.scaffold)
+                # Without an explicit checkpoint_path: the newest that restores at this moment (the
+                # one checked above may have been evicted meanwhile by a training job).
+                restored = building.start(sess, ops, saver, self._model_dir,
+                                          checkpoint_path=_explicit(checkpoint_path, path), scaffold=spec.scaffold)
+                if path is not None and restored is None:
+                    raise ValueError(f"NPUEstimator.evaluate: the checkpoints in {self._model_dir} vanished "
+                                     f"before they could be read")
                 runner.after_create_session(sess)
                 with exception_dump(self._config.options, sess, feed_dict=None, mode=ModeKeys.EVAL):
-                    _run_until_end(sess, runner, update, steps, built.run_options())
+                    done = _run_until_end(sess, runner, update, steps, built.run_options())
+                    if done == 0:
+                        raise ValueError("NPUEstimator.evaluate: the evaluation input is empty (input_fn's dataset "
+                                         "ended before its first batch), so there is nothing to evaluate; check "
+                                         "the input_fn for mode EVAL (files, filters, batch size with "
+                                         "drop_remainder)")
                     results = sess.run(values)
                 results["global_step"] = int(sess.run(built.global_step))
                 runner.end(sess)
@@ -192,7 +216,8 @@ class NPUEstimator:
                 runner, saver, ops = _prepare_restore(built, holder, hooks, spec.prediction_hooks, plan)
             built.graph.finalize()
             with built.session(plan.target) as sess:
-                building.start(sess, ops, saver, self._model_dir, checkpoint_path=path, scaffold=spec.scaffold)
+                building.start(sess, ops, saver, self._model_dir, checkpoint_path=_explicit(checkpoint_path, path),
+                               scaffold=spec.scaffold)
                 runner.after_create_session(sess)
                 options = built.run_options()
                 while True:
@@ -227,7 +252,7 @@ class NPUEstimator:
             raise ValueError(f"NPUEstimator.export_saved_model: Couldn't find trained model at {self._model_dir} "
                              f"(no checkpoint; train first or give checkpoint_path)")
         return export_lib.export(self, self._plan(ModeKeys.PREDICT), export_dir_base, serving_input_receiver_fn,
-                                 path, assets_extra=assets_extra, as_text=as_text)
+                                 _explicit(checkpoint_path, path), assets_extra=assets_extra, as_text=as_text)
 
     export_savedmodel = export_saved_model
 
@@ -238,17 +263,11 @@ class NPUEstimator:
 
     def get_variable_names(self) -> list:
         """Names of the variables in the newest checkpoint."""
-        return [name for name, _ in tf.train.list_variables(self._require_checkpoint())]
+        return checkpoints.read_newest(self._model_dir, lambda path: [n for n, _ in tf.train.list_variables(path)])
 
     def get_variable_value(self, name: str):
-        """The value of variable `name` in the newest checkpoint (a numpy array)."""
-        return tf.train.load_variable(self._require_checkpoint(), name)
-
-    def _require_checkpoint(self) -> str:
-        path = self.latest_checkpoint()
-        if path is None:
-            raise ValueError(f"No checkpoint in {self._model_dir}: train the model first")
-        return path
+        """The value of variable `name` in the newest readable checkpoint (a numpy array)."""
+        return checkpoints.read_newest(self._model_dir, lambda path: tf.train.load_variable(path, name))
 
     def _checkpoint_to_use(self, checkpoint_path):
         if checkpoint_path is None:
@@ -258,6 +277,11 @@ class NPUEstimator:
             raise ValueError(f"No readable checkpoint at {checkpoint_path!r}")
         return path
 
+
+
+def _explicit(given, resolved):
+    """The checkpoint to restore: the one the caller gave, or None for "the newest that restores"."""
+    return resolved if given is not None else None
 
 
 def _prepare_restore(built, holder, hooks, spec_hooks, plan):
@@ -287,6 +311,7 @@ def _run_until_end(sess, runner, update, steps, options):
         pass
     if steps is not None and done < steps:
         logger.info("Evaluation input ended after %d of %d steps", done, steps)
+    return done
 
 
 def _write_eval_summaries(directory, results):

@@ -15,7 +15,7 @@ import time
 
 import tensorflow as tf
 
-from . import building
+from . import building, checkpoints
 from .export_output import (DEFAULT_SIGNATURE, ClassificationOutput, ExportOutput, PredictOutput,  # noqa: F401
                             RegressionOutput, with_default)
 from .spec import ModeKeys
@@ -174,7 +174,8 @@ def signature_defs(spec, receiver) -> dict:
 
 def export(estimator, plan, export_dir_base, serving_input_receiver_fn, checkpoint_path, assets_extra=None,
            as_text=False) -> str:
-    """Write the SavedModel (see NPUEstimator.export_saved_model); returns the export directory."""
+    """Write the SavedModel (see NPUEstimator.export_saved_model); returns the export directory.
+    `checkpoint_path` None: the newest checkpoint of the model_dir that restores."""
     if isinstance(export_dir_base, bytes):  # tf.estimator accepts (and returns) bytes paths
         export_dir_base = export_dir_base.decode("utf-8")
     export_dir_base = os.fspath(export_dir_base)
@@ -195,7 +196,12 @@ def export(estimator, plan, export_dir_base, serving_input_receiver_fn, checkpoi
             local_init = building.local_init_op(built.graph)
         export_dir, temp_dir = _new_export_dirs(export_dir_base)
         with built.session(plan.target) as sess:
-            saver.restore(sess, checkpoint_path)
+            if checkpoint_path is None:  # the newest that restores now (a training job may evict)
+                if checkpoints.restore_newest([saver], sess, estimator.model_dir) is None:
+                    raise ValueError(f"export: the checkpoints in {estimator.model_dir} vanished before they "
+                                     f"could be read")
+            else:
+                saver.restore(sess, checkpoint_path)
             sess.run(local_init)
             builder = _v1.saved_model.Builder(temp_dir)
             builder.add_meta_graph_and_variables(

@@ -17,7 +17,12 @@ Rules (also in docs/estimator.md):
     summary on the chief;
   - a NaN loss stops training with NanLossDuringTrainingError (as tf.estimator's NanTensorHook);
   - the input ending (OutOfRangeError, also from inside a device loop) ends training normally; the
-    iterations of a loop the input ended inside are reported like a whole loop's.
+    iterations of a loop the input ended inside are reported like a whole loop's;
+  - a SIGTERM / SIGINT (see preemption.py) ends the loop after the run in flight (`preempted`);
+  - a train_op that leaves the global step where it was for STALL_LIMIT runs in a row is a
+    GlobalStepStalledError; runs skipped because a loss-scale overflow was detected (the
+    managers' `skipped_steps` grew) are counted apart, with their own, larger limit
+    (OVERFLOW_LIMIT: the gradients are NaN/Inf whatever the scale).
 """
 from __future__ import annotations
 
@@ -28,7 +33,8 @@ from typing import Any, Optional
 import numpy as np
 import tensorflow as tf
 
-from . import checkpoints as ckpt_lib
+from ..precision.loss_scale import SKIPPED_COLLECTION
+from . import checkpoints as ckpt_lib, preemption
 from .device_loop import HostCall, scheduled_steps
 from .hooks import NEVER, HookRunner, Progress, RateMeter, StepSchedule, TimeSchedule
 
@@ -36,8 +42,16 @@ logger = logging.getLogger("npurun")
 _v1 = tf.compat.v1
 
 
+STALL_LIMIT = 100  # runs in a row without global-step progress (not loss-scale skips) before the error
+OVERFLOW_LIMIT = 2000  # runs in a row skipped for loss-scale overflow before the error
+
+
 class NanLossDuringTrainingError(_v1.train.NanLossDuringTrainingError):
     """The training loss became NaN (TensorFlow's class, so `except` on either catches it)."""
+
+
+class GlobalStepStalledError(RuntimeError):
+    """The train_op does not advance the global step, so training would never end."""
 
 
 @dataclass
@@ -85,6 +99,11 @@ class TrainingLoop:
         self.run_options = run_options
         self.last_loss = None
         self._fetch_dicts = {}
+        self.watch = preemption.current()
+        self.preempted = False
+        self.overflow_skips = 0  # runs that left the global step because of a loss-scale overflow
+        self._stall_step, self._stalls, self._overflows, self._skipped = None, 0, 0, None
+        self._skip_counters = list(sess.graph.get_collection(SKIPPED_COLLECTION))  # loss-scale managers'
 
     def _fast_callable(self):
         fn = self.sess.make_callable([self.program.step_after, self.program.loss],
@@ -109,14 +128,17 @@ class TrainingLoop:
         self.meter = RateMeter(start_step)
         fast = self._fast_callable()
         step, first, stop, ended = start_step, True, False, False
+        watch = self.watch
+        if self._skip_counters:
+            self._skipped = int(sum(self.sess.run(self._skip_counters)))
         try:
-            while not stop and step < last:
+            while not stop and step < last and watch.signum is None:
                 target = min(last, ckpt.due, summaries.due, logs.due, progress.schedule.due)
                 if not self.runner and not first:
                     step, loss = self._hot(fast, step, inc, target, timed)
                     if loss is not None:
                         self.last_loss = loss
-                    if step >= last:
+                    if step >= last or watch.signum is not None:
                         break
                 previous = step
                 want_summary = summarising and step + inc >= summaries.due
@@ -128,6 +150,8 @@ class TrainingLoop:
                     logger.warning("The global step did not advance (%d): the train_op should increment it, e.g. "
                                    "optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())", step)
                 first = False
+                if step == previous:
+                    self._stalled(step)
                 if np.any(np.isnan(loss)):
                     self._nan(step)
                 if want_summary:
@@ -149,6 +173,7 @@ class TrainingLoop:
             self._partial_loop(start_step, step, summarising)
         finally:
             progress.close()
+        self.preempted = watch.signum is not None and not ended and step < last
         if ended:
             logger.info("Input ended at global step %d", step)
         return step
@@ -157,18 +182,51 @@ class TrainingLoop:
         """Runs with nothing due, until the next run would reach `target`; returns (step, last loss
         or None when nothing ran)."""
         loss = None
+        watch = self.watch
         if timed.secs is None:
-            while step + inc < target:
-                step, loss = fast()
+            while step + inc < target and watch.signum is None:
+                new, loss = fast()
                 if loss != loss:
-                    self._nan(step)
+                    self._nan(new)
+                if new == step:
+                    self._stalled(new)
+                step = new
             return step, loss
         deadline = timed.last + timed.secs
-        while step + inc < target and ckpt_lib.clock() < deadline:
-            step, loss = fast()
+        while step + inc < target and ckpt_lib.clock() < deadline and watch.signum is None:
+            new, loss = fast()
             if loss != loss:
-                self._nan(step)
+                self._nan(new)
+            if new == step:
+                self._stalled(new)
+            step = new
         return step, loss
+
+    def _stalled(self, step):
+        """A run left the global step at `step`: count it (apart when a loss-scale overflow skipped
+        it) and raise GlobalStepStalledError after STALL_LIMIT such runs in a row."""
+        if step != self._stall_step:
+            self._stall_step, self._stalls, self._overflows = step, 0, 0
+        if self._skip_counters:
+            skipped = int(sum(self.sess.run(self._skip_counters)))
+            grew = skipped > self._skipped
+            self._skipped = skipped
+            if grew:
+                self.overflow_skips += 1
+                self._overflows += 1
+                if self._overflows >= OVERFLOW_LIMIT:
+                    raise GlobalStepStalledError(
+                        f"The global step stayed at {step} for {self._overflows} training runs in a row, each "
+                        f"skipped because the loss scale overflowed: the gradients are NaN/Inf whatever the scale. "
+                        f"Check the loss and the input for NaN/Inf, or lower the learning rate")
+                return
+        self._stalls += 1
+        if self._stalls >= STALL_LIMIT:
+            raise GlobalStepStalledError(
+                f"The global step stayed at {step} for {self._stalls} training runs in a row: the train_op "
+                f"does not advance it, so training would never reach its end. Pass the global step to the "
+                f"optimizer, e.g. optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step()), "
+                f"or group the train_op with tf.compat.v1.assign_add(global_step, 1)")
 
     def _fetches(self, want_summary, want_losses) -> dict:
         # The same dict object for the same choice, so HookRunner's cached callables apply.

@@ -83,7 +83,8 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 raise
             if summarising:
                 program.summary = _outer_summaries(graph)
-            savers = _savers(built, holder["input"], holder.get("fed", False))
+            savers, input_state = _savers(built, holder["input"], holder.get("fed", False))
+            finite = checkpoints.finite_check(_v1.trainable_variables()) if saving else None
             if estimator._warm_start_from is not None and checkpoints.latest_checkpoint(model_dir) is None:
                 building.warm_start(estimator._warm_start_from)
             start_ops = (building.init_op(graph), building.local_init_op(graph), holder["input"].initializer)
@@ -91,12 +92,16 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
         if chief and saving:
             # As tf.estimator's checkpoint saver did: the training graph as text, for TensorBoard
             # and tools that read <model_dir>/graph.pbtxt.
-            tf.io.write_graph(graph.as_graph_def(add_shapes=True), model_dir, "graph.pbtxt")
+            try:
+                tf.io.write_graph(graph.as_graph_def(add_shapes=True), model_dir, "graph.pbtxt")
+            except tf.errors.OpError as error:  # a full disk: the checkpoint save says so, in one paragraph
+                logger.warning("Could not write %s/graph.pbtxt (%s)", model_dir, checkpoints.first_line(error))
         writer = None
         if chief and (summarising or options["log_step_count_steps"]):
             writer = building.summary_writer(model_dir, graph)
         writer_ckpt = (checkpoints.CheckpointWriter(savers, model_dir, options["keep_checkpoint_max"],
-                                                    options["keep_checkpoint_every_n_hours"], saving_listeners)
+                                                    options["keep_checkpoint_every_n_hours"], saving_listeners,
+                                                    input_state=input_state, finite_check=finite)
                        if saving else None)
         try:
             with built.session(plan.target) as sess, distribute_errors.explained(config):
@@ -110,7 +115,7 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 _check_multiple(iterations, start_step, last_step, steps)
                 runner.after_create_session(sess)
                 if writer_ckpt is not None:
-                    writer_ckpt.begin()
+                    writer_ckpt.begin(sess)
                     writer_ckpt.save(sess, start_step)  # as tf.estimator: the state training starts from
                 loop = TrainingLoop(sess, program, Schedules(
                     checkpoint_steps=config.save_checkpoints_steps, checkpoint_secs=config.save_checkpoints_secs,
@@ -123,7 +128,10 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                     if writer_ckpt.last_saved_step != step:
                         writer_ckpt.save(sess, step)
                     writer_ckpt.end(sess, step)
-                    checkpoints.mark_finished(model_dir, step)
+                    if not loop.preempted:
+                        checkpoints.mark_finished(model_dir, step)
+                if loop.watch.requested:
+                    _log_preemption(loop.watch, step, writer_ckpt)
                 runner.end(sess)
                 if loop.last_loss is not None and np.size(loop.last_loss):
                     logger.info("Loss for final step %d: %.6g", step, float(np.ravel(loop.last_loss)[-1]))
@@ -131,6 +139,16 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
         finally:
             if writer is not None:
                 writer.close()
+
+
+def _log_preemption(watch, step, writer_ckpt):
+    if writer_ckpt is not None:
+        where = f"saved {writer_ckpt.last_saved} with the input position" if writer_ckpt.saves_input_position \
+            else f"saved {writer_ckpt.last_saved} (variables only: the input position is not saved for this input)"
+    else:
+        where = "this process saves no checkpoints (not the chief, or save_checkpoints_steps=0)"
+    logger.warning("%s: training stopped at global step %d; %s; exiting with status %d", watch.name(), step, where,
+                   watch.exit_status)
 
 
 def _check_multiple(iterations, start_step, last_step, steps):
@@ -195,10 +213,11 @@ def _outer_summaries(graph):
 
 def _savers(built, inp: Input, fed: bool = False):
     """Savers to try in order: with the input pipeline's position (exact resume), then without it
-    (for inputs whose state cannot be serialised, and checkpoints written without it)."""
+    (for inputs whose state cannot be serialised, and checkpoints written without it); and the
+    tensor serialising the input position (CheckpointWriter.begin runs it once to decide), or None."""
     plain = built.saver()
     if inp.iterator is None or built.spec.scaffold is not None or fed:
-        return [plain]
+        return [plain], None
     # The iterator is a Trackable whose state serialises with ExternalStatePolicy.FAIL: the Saver takes
     # it as it is (make_saveable_from_iterator, deprecated, made the same "<resource>_STATE" entry).
     from tensorflow.python.training.saving import saveable_object_util
@@ -206,4 +225,8 @@ def _savers(built, inp: Input, fed: bool = False):
     var_list = saveable_object_util.op_list_to_dict(_v1.global_variables())
     var_list[inp.iterator._iterator_resource.name] = inp.iterator
     with_input = _v1.train.Saver(var_list=var_list, sharded=False, max_to_keep=None, allow_empty=True)
-    return [with_input, plain]
+    # What that entry serialises, run once before training (CheckpointWriter.begin) to decide
+    # whether checkpoints can hold the input position.
+    probe = tf.raw_ops.SerializeIterator(resource_handle=inp.iterator._iterator_resource,
+                                         external_state_policy=tf.data.experimental.ExternalStatePolicy.FAIL.value)
+    return [with_input, plain], probe

@@ -1,0 +1,146 @@
+"""Preemption during train(): SIGTERM / SIGINT end training cleanly, with a checkpoint.
+
+Schedulers (Slurm, Kubernetes) preempt with SIGTERM and a grace period; Ctrl-C sends SIGINT.
+While `watch()` is open (around one train() call, main thread only):
+
+  - the first SIGTERM or SIGINT is recorded; the training loop finishes the run in flight (a
+    step, or a whole device loop), the chief saves a checkpoint with the input position, one line
+    is logged, and train() raises SystemExit(128 + signal number): 143 for SIGTERM, 130 for SIGINT;
+  - a second signal exits at once (`os._exit` with the same status) even while the main thread is
+    blocked inside a long Session.run: a helper thread reads the signal numbers from Python's
+    wakeup fd, which the C-level handler writes immediately, whereas Python-level handlers only
+    run when the main thread returns to the interpreter;
+  - the previous handlers (and wakeup fd) are restored when train() returns or raises.
+
+Multi-rank: the chief saves, the other ranks only stop. A rank still waiting in a collective for
+a peer that already stopped fails within hccl_timeout; after a signal that failure is logged in
+one line and the exit status is still 143 / 130 (`peer_stopped_first`).
+
+A signal the process ignores (SIG_IGN) stays ignored. Outside the main thread (train() called
+from a worker thread) nothing is installed: Python only allows signal handlers in the main
+thread, and the process's handlers belong to whoever owns it.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+from typing import Optional
+
+logger = logging.getLogger("npurun")
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Watch:
+    """What the training loop asks: `requested` (a signal arrived) and `signum`."""
+
+    def __init__(self):
+        self.signum: Optional[int] = None
+        self.installed = False
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + int(self.signum)
+
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    def _record(self, signum, frame=None) -> None:
+        if self.signum is None:
+            self.signum = signum
+
+    def peer_stopped_first(self, error: BaseException, model_dir: str) -> bool:
+        """After a signal: whether `error` (from train()) is a collective that failed because a peer
+        rank stopped a run earlier; then it is logged (one line) and the exit status stays 143 / 130."""
+        if not self.requested or type(error).__name__ != "CollectiveTimeoutError":
+            return False
+        from . import checkpoints  # TensorFlow-dependent; this module is imported early
+
+        newest = checkpoints.latest_checkpoint(model_dir)
+        logger.warning("%s: a peer rank stopped before this one, so the run in flight failed; no checkpoint "
+                       "from this run (the newest is %s); exiting with status %d", self.name(),
+                       newest or "none", self.exit_status)
+        return True
+
+    def exit_if_requested(self) -> None:
+        """Raise SystemExit with the conventional status when a signal arrived."""
+        if self.requested:
+            raise SystemExit(self.exit_status)
+
+
+_NO_WATCH = Watch()
+_current: Watch = _NO_WATCH
+
+
+def current() -> Watch:
+    """The Watch of the train() call in progress (one that never fires when none is)."""
+    return _current
+
+
+@contextlib.contextmanager
+def watch():
+    """Install the handlers for one train() call (see the module docstring); yields the Watch."""
+    global _current
+    state = Watch()
+    if threading.current_thread() is not threading.main_thread() or _current is not _NO_WATCH:
+        yield state  # a nested or non-main-thread train(): the outer watch (or nobody) handles signals
+        return
+    # A signal the process ignores stays ignored (e.g. SIGINT for a job started in the background
+    # by a non-interactive shell).
+    previous = {sig: signal.getsignal(sig) for sig in SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN}
+    if not previous:
+        yield state
+        return
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    try:
+        old_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        os.close(read_fd)
+        os.close(write_fd)
+        yield state
+        return
+    stop_reader = threading.Event()
+    reader = threading.Thread(target=_count_signals, args=(read_fd, state, stop_reader, tuple(previous)),
+                              name="npurun-preemption", daemon=True)
+    try:
+        for sig in previous:
+            signal.signal(sig, state._record)
+        state.installed = True
+        _current = state
+        reader.start()
+        yield state
+    finally:
+        _current = _NO_WATCH
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        signal.set_wakeup_fd(old_wakeup)
+        stop_reader.set()
+        os.write(write_fd, b"\0")  # wakes the reader so it sees stop_reader
+        reader.join(timeout=5)
+        os.close(write_fd)
+        os.close(read_fd)
+
+
+def _count_signals(read_fd: int, state: Watch, stop: threading.Event, watched) -> None:
+    seen = 0
+    while not stop.is_set():
+        try:
+            data = os.read(read_fd, 64)
+        except OSError:
+            return
+        for number in data:
+            if number not in watched or stop.is_set():
+                continue
+            seen += 1
+            state._record(number)
+            if seen >= 2:
+                logger.warning("Second %s: exiting at once, without a checkpoint", signal.Signals(number).name)
+                os._exit(128 + number)
