@@ -22,8 +22,6 @@ NPURUN_LINE = re.compile(r"^(\d{4}-\d\d-\d\d [\d:,]+ npurun(\.\S+)? (INFO|WARNIN
 NAMED_WARNINGS = (
     # float16 forced on a CPU without AVX512-FP16: TensorFlow says it falls back to Eigen kernels
     "oneDNN supports DT_HALF only on platforms with AVX-512",
-    # npurun.estimator.checkpoints (issue 15, branch `faults`, replaces this deprecated call)
-    "update_checkpoint_state", "Instructions for updating:", "Use `tf.train.CheckpointManager`",
 )
 
 
