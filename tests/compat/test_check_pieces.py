@@ -197,3 +197,36 @@ def test_adapter_names_missing_from_the_table_raise_where_imported_or_read(tmp_p
                       "y = npu_ops.dropout(1.0, 0.5)\nz = npu_ops.nothing_here(1)\n")
     assert _raising(script) == {("", "npu_bridge.npu_init.no_such_name"), ("", "npu_bridge.estimator.not_a_module"),
                                 ("", "npu_bridge.estimator.npu_ops.nothing_here")}
+
+
+def test_a_local_star_import_brings_the_local_modules_own_names(tmp_path):
+    # ModelZoo style (DANN): `from utils import *` where utils.py defines the helpers the script calls
+    (tmp_path / "utils.py").write_text(textwrap.dedent("""\
+        from npu_bridge.npu_init import *
+        import tensorflow as tf
+        import numpy as np
+
+        def weight_variable(shape):
+            return tf.Variable(tf.truncated_normal(shape, stddev=0.1))
+
+        class BatchGen:
+            pass
+
+        if True:
+            DEFAULT_BATCH = 32
+        for _i, NAME in enumerate(["a"]):
+            pass
+        """))
+    (tmp_path / "listed.py").write_text("__all__ = ['exported_helper']\ndef exported_helper(): pass\n"
+                                        "def hidden_helper(): pass\n")
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        from npu_bridge.npu_init import *
+        from utils import *
+        from listed import *
+        w = weight_variable([2]); g = BatchGen(); b = DEFAULT_BATCH; n = NAME; a = np.zeros(1)
+        e = exported_helper()
+        h = hidden_helper()
+        missing = not_defined_anywhere()
+        """))
+    assert _raising(script) == {("", "hidden_helper"), ("", "not_defined_anywhere")}

@@ -103,6 +103,53 @@ def _availability(entry) -> str:
     return check_tensorflow.target_availability(entry.target)
 
 
+def _target_names(target):
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _target_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from _target_names(target.value)
+
+
+def _module_level_names(body):
+    """The names a module binds at its top level (through if/try/for/with blocks, not inside functions or
+    classes), and its literal `__all__` (None if it has none or it is not a literal list of strings)."""
+    names, all_names = set(), None
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(statement.name)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                names.update(_target_names(target))
+                if isinstance(target, ast.Name) and target.id == "__all__":
+                    try:
+                        value = _literal(statement.value) if statement.value is not None else None
+                    except (ValueError, TypeError, SyntaxError):
+                        value = None
+                    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+                        all_names = list(value)
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            for alias in statement.names:
+                if alias.name != "*":
+                    names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(statement, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            for target in ([statement.target] if isinstance(statement, (ast.For, ast.AsyncFor))
+                           else [item.optional_vars for item in statement.items if item.optional_vars]):
+                names.update(_target_names(target))
+        for block in ("body", "orelse", "finalbody", "handlers"):
+            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = getattr(statement, block, None)
+                if inner:
+                    more, more_all = _module_level_names(
+                        [s for h in inner for s in (h.body if isinstance(h, ast.ExceptHandler) else [h])])
+                    names |= more
+                    all_names = more_all if more_all is not None else all_names
+    return names, all_names
+
+
 class _Scanner(ast.NodeVisitor):
     def __init__(self, project=None, path=None):
         self.aliases: dict = {}  # local name -> qualified name
@@ -116,10 +163,21 @@ class _Scanner(ast.NodeVisitor):
         self._adapter_star = None  # the adapter module of a star import, if any
         self._unknown_star = False  # a star import whose names are not known statically
         self.changes_sys_path = False  # sys.path.append/insert/extend: other modules may become importable
+        self._top_level: set = set()  # names bound at module level (what a star import of this module gives)
+        self._all = None  # the module's literal `__all__`, if it has one
 
     def exported(self) -> dict:
-        """What `from this_module import *` gives (as far as check follows names): local name -> qualified."""
-        return {**self.star_names, **self.aliases}
+        """What `from this_module import *` gives (as far as check follows names): local name -> qualified
+        (None for the module's own functions, classes and variables, which are not adapter/TF names)."""
+        own = {name: None for name in self._top_level if name not in self.aliases and name not in self.star_names}
+        names = {**self.star_names, **self.aliases, **own}
+        if self._all is not None:  # `__all__` decides what a star import brings in
+            names = {name: names.get(name) for name in self._all}
+        return names
+
+    def visit_Module(self, node):
+        self._top_level, self._all = _module_level_names(node.body)
+        self.generic_visit(node)
 
     # ---- name resolution ---------------------------------------------------------------------------
     def qualified(self, node):
