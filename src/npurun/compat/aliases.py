@@ -379,7 +379,7 @@ MODULES: dict[str, AdapterModule] = {m.name: m for m in (
                   "Unary ops (`from npu_bridge.estimator.npu_unary_ops import npu_unary_ops`).", NPU_UNARY_OPS),
     _package("npu_bridge.estimator.npu", "Run config, estimator, optimizers, hooks and helpers.",
              "npu_config", "npu_estimator", "npu_optimizer", "npu_loss_scale_optimizer", "npu_loss_scale_manager",
-             "npu_hook", "util", "npu_scope", "npu_plugin", "npu_rnn",
+             "npu_hook", "util", "npu_scope", "npu_plugin", "npu_rnn", "npu_convert_dropout",
              unsupported={k: _UNSUPPORTED_MODULES[k] for k in ("keras_to_npu", "npu_strategy")}),
     AdapterModule("npu_bridge.estimator.npu.npu_config", "Run configuration.", NPU_CONFIG),
     AdapterModule("npu_bridge.estimator.npu.npu_estimator", "The estimator.", NPU_ESTIMATOR),
@@ -391,6 +391,10 @@ MODULES: dict[str, AdapterModule] = {m.name: m for m in (
     AdapterModule("npu_bridge.estimator.npu.npu_scope", "Graph scopes.", NPU_SCOPE),
     AdapterModule("npu_bridge.estimator.npu.npu_plugin", "NPU device resources.", NPU_PLUGIN),
     AdapterModule("npu_bridge.estimator.npu.npu_rnn", "RNN helpers.", NPU_RNN),
+    AdapterModule("npu_bridge.estimator.npu.npu_convert_dropout",
+                  "Imported for its side effect (15 ModelZoo folders): on Ascend it swaps tf.nn.dropout / "
+                  "tf.layers.dropout for the NPU's dropout kernel, the same computation. Here importing it "
+                  "changes nothing: TensorFlow's own dropout is the one that runs.", {}),
     AdapterModule("npu_bridge.estimator.npu_ops", "NPU operators.", NPU_OPS),
     _package("npu_bridge.hccl", "Collective communication.", "hccl_ops"),
     AdapterModule("npu_bridge.hccl.hccl_ops", "Collective operations.", HCCL_OPS),

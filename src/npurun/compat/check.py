@@ -150,6 +150,16 @@ def _module_level_names(body):
     return names, all_names
 
 
+def _deep_contrib_path_length(rest_parts) -> int:
+    """How many parts beyond `tf.contrib.<module>` a use's deep import path takes (`tpu.python.ops.tpu_ops`
+    then the name used: 3), so the name used, not an intermediate package, is classified."""
+    table = check_tensorflow.contrib_table() if check_tensorflow.world_available() else None
+    rest = ".".join(rest_parts)
+    paths = (*getattr(table, "PATHS", {}), *getattr(table, "IMPORT_ONLY_PATHS", {}))
+    deep = [path for path in paths if rest.startswith(path + ".") or rest == path]
+    return max((path.count(".") for path in deep), default=0)
+
+
 class _Scanner(ast.NodeVisitor):
     def __init__(self, project=None, path=None):
         self.aliases: dict = {}  # local name -> qualified name
@@ -396,8 +406,10 @@ class _Scanner(ast.NodeVisitor):
                 # module paths: the whole path decides (uses below a TF 1 path the world provides: that path)
                 shown = next((path for path in check_tensorflow.WORLD_PATHS if qualified.startswith(path + ".")),
                              qualified)
+            elif parts[1:2] == ["contrib"]:
+                shown = ".".join(parts[:4 + _deep_contrib_path_length(parts[2:])])
             else:
-                shown = ".".join(parts[:4 if parts[1:2] == ["contrib"] else 3 + 2 * (parts[1:3] == ["compat", "v1"])])
+                shown = ".".join(parts[:3 + 2 * (parts[1:3] == ["compat", "v1"])])
             result = check_tensorflow.classify(shown, world=True)
             if result is not None:
                 self._tensorflow_finding(node, shown, result)

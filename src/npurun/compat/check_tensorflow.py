@@ -141,6 +141,14 @@ def classify_contrib(rest: str):
         if rest == path or rest.startswith(path + "."):
             return (TF1_WORLD, f"{shown}: the `{package.split('.')[0].replace('_', '-')}` package "
                                f"(`{package}{rest[len(path):]}`)", False)
+    import_only = getattr(table, "IMPORT_ONLY_PATHS", {})
+    for path, why in import_only.items():
+        if rest.startswith(path + "."):
+            return ("unsupported", f"raises AdapterAPIError: {why}", True)
+        if rest == path:
+            return (TF1_WORLD, f"{shown}: importing it works; any use of its names raises AdapterAPIError", False)
+    if any(path.startswith(rest + ".") for path in (*table.PATHS, *import_only)):
+        return None  # an intermediate package of a deep path the table provides (`tpu.python.tpu`)
     top, _, name = rest.partition(".")
     name = name.split(".")[0]
     if top in table.PACKAGES:

@@ -148,7 +148,16 @@ PATHS = {
     "layers.python.layers": "tf_slim.layers", "layers.python": "tf_slim.layers",
     "framework.python.ops": "tf_slim.ops", "training.python.training": "tf_slim.training",
     "image.python.ops.image_ops": "npurun.compat.contrib_image",
+    "image.python.ops.distort_image_ops": "npurun.compat.contrib_image",
+    "tpu.python.tpu.tpu_function": "npurun.compat.contrib_tpu",
     "tpu.python.tpu.tpu_config": "npurun.compat.contrib_tpu", "tpu.python.tpu.tpu_estimator": "npurun.compat.contrib_tpu",
+}
+
+# Deep paths that import (the scripts import them at the top, for a multi-shard branch they do not take
+# here) but whose every use raises.
+IMPORT_ONLY_PATHS = {
+    "tpu.python.ops.tpu_ops": "TPU cross-replica and infeed/outfeed ops need a TPU; with one device the scripts' "
+                              "number_of_shards is None and they do not call them",
 }
 
 # Model folders of Ascend/ModelZoo-TensorFlow using each tf.contrib module (counted while building this).
@@ -242,9 +251,11 @@ def module_for(fullname: str):
         return _framework_ops(fullname)
     if rest in PATHS:
         return importlib.import_module(PATHS[rest])
+    if rest in IMPORT_ONLY_PATHS:
+        return UnsupportedModule(rest, IMPORT_ONLY_PATHS[rest])
     if rest in MODULES:
         return ContribModule(rest)
-    if any(path.startswith(rest + ".") for path in PATHS):
+    if any(path.startswith(rest + ".") for path in (*PATHS, *IMPORT_ONLY_PATHS)):
         package = types.ModuleType(fullname)  # an intermediate package of a deep path (`framework.python`)
         package.__path__ = []
         return package
@@ -286,6 +297,9 @@ def render_markdown() -> str:
         lines.append(f"| `tf.contrib.{name}` | {MODELZOO_FOLDERS.get(name, '')} | unsupported: {why} |")
     lines += ["", "Deep import paths map to the same packages: " + ", ".join(
         f"`tensorflow.contrib.{path}` → `{target}`" for path, target in PATHS.items()) + "."]
+    lines += ["", "These deep paths import (scripts import them at the top) but every use of their names raises "
+              "AdapterAPIError: " + ", ".join(f"`tensorflow.contrib.{path}` ({why})"
+                                               for path, why in IMPORT_ONLY_PATHS.items()) + "."]
     for name, table in MODULES.items():
         lines += ["", f"### `tf.contrib.{name}`", "", "| name | status | here |", "|---|---|---|"]
         for entry_name, entry in table.items():
