@@ -72,3 +72,33 @@ def test_tpu_utilities_npu_dropout_swap_and_yiq_distortion_import_and_run(tmp_pa
     # check agrees: the only finding that raises is tpu_ops' use... which sits behind the multi-shard branch
     raising = {f.name for f in check_file(str(script)) if f.error}
     assert raising == {"tensorflow.contrib.tpu.python.ops.tpu_ops.cross_replica_sum"}, raising
+
+
+THREADPOOL_SCRIPT = textwrap.dedent("""\
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.python.data.experimental.ops import threadpool
+
+
+    def input_fn(batch_size):
+        ds = tf.data.Dataset.from_tensor_slices(np.arange(12, dtype=np.float32)).batch(batch_size)
+        return threadpool.override_threadpool(
+            ds, threadpool.PrivateThreadPool(3, display_name="input_pipeline_thread_pool"))
+
+
+    ds = input_fn(4)
+    print("threads", ds.options().threading.private_threadpool_size,
+          ds.options().threading.max_intra_op_parallelism)
+    batch = tf.data.make_one_shot_iterator(ds).get_next()
+    with tf.Session() as sess:
+        print("sum", sum(float(sess.run(batch).sum()) for _ in range(3)))
+    """)
+
+
+def test_data_threadpool_at_its_tf1_path_sets_the_datasets_threading_options(tmp_path):
+    script = tmp_path / "input.py"
+    script.write_text(THREADPOOL_SCRIPT)
+    done = run_compat("run", script, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "threads 3 1" in done.stdout and "sum 66.0" in done.stdout
+    assert not [f for f in check_file(str(script)) if f.error]

@@ -25,6 +25,8 @@ WORLD_PATHS = {
                                                       "standard MNIST files from the directory (no download)",
     "tensorflow.python.framework.graph_util.convert_variables_to_constants":
         "tf.compat.v1.graph_util.convert_variables_to_constants, at its TensorFlow 1 path",
+    "tensorflow.python.data.experimental.ops.threadpool": "npurun.compat.data_threadpool: PrivateThreadPool and "
+                                                          "override_threadpool as tf.data threading options",
 }
 WORLD_PACKAGES = ("tensorflow.examples", "tensorflow.examples.tutorials", "tensorflow.examples.tutorials.mnist")
 # Namespaces of `tf` handled by npurun's own tables elsewhere in check.

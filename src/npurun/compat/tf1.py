@@ -33,6 +33,7 @@ from . import contrib
 _EXTRA_MODULES = {
     "tensorflow.examples": None, "tensorflow.examples.tutorials": None, "tensorflow.examples.tutorials.mnist": None,
     "tensorflow.examples.tutorials.mnist.input_data": "npurun.compat.mnist_input_data",
+    "tensorflow.python.data.experimental.ops.threadpool": "npurun.compat.data_threadpool",
 }
 _IMPLEMENTATION_PACKAGES = ("python", "core", "contrib", "examples", "tools", "lite", "compiler", "_api", "include",
                             "dtensor", "tsl", "xla_aot_runtime_src")
@@ -226,6 +227,10 @@ class TF1World:
         for attribute in ("contrib", "examples"):  # the import system set them on the real module
             if real is not None and attribute in getattr(real, "__dict__", {}):
                 delattr(real, attribute)
+        for name in _EXTRA_MODULES:  # ... and on real packages deeper down (`...experimental.ops.threadpool`)
+            parent, _, attribute = name.rpartition(".")
+            if attribute in getattr(sys.modules.get(parent), "__dict__", {}):
+                delattr(sys.modules[parent], attribute)
         for obj, attribute in self._patched:
             delattr(obj, attribute)
         self._patched.clear()
