@@ -71,3 +71,22 @@ def test_run_script_leaves_no_legacy_keras_setting_behind(tmp_path, monkeypatch)
     script.write_text("import os, sys\nsys.exit(0 if os.environ.get('TF_USE_LEGACY_KERAS') == '1' else 7)\n")
     assert run_script(str(script)) == 0, "the script sees tf.keras as TensorFlow 1 scripts knew it"
     assert "TF_USE_LEGACY_KERAS" not in os.environ, "child processes of later code (a TF 2.15 oracle) must not inherit it"
+
+
+def test_a_run_with_no_rank_environment_is_rank_0_of_1_as_ascend_1p_scripts_export(tmp_path, monkeypatch):
+    for name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "TF_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    script = tmp_path / "ranks.py"
+    # ModelZoo style: the data loader shards by the bare environment variables
+    script.write_text("import os, sys\nrank_size = int(os.getenv('RANK_SIZE'))\nrank_id = int(os.environ['RANK_ID'])\n"
+                      "sys.exit(10 * rank_size + rank_id)\n")
+    assert run_script(str(script)) == 10
+    assert "RANK_SIZE" not in os.environ and "RANK_ID" not in os.environ, "an in-process run leaves no trace"
+    monkeypatch.setenv("RANK_SIZE", "2")  # a launcher's (or the user's) settings are the script's
+    monkeypatch.setenv("RANK_ID", "1")
+    assert run_script(str(script)) == 21
+    monkeypatch.delenv("RANK_SIZE")
+    monkeypatch.delenv("RANK_ID")
+    monkeypatch.setenv("TF_CONFIG", "{}")  # any rank environment: nothing is made up
+    script.write_text("import os, sys\nsys.exit(3 if 'RANK_SIZE' in os.environ else 0)\n")
+    assert run_script(str(script)) == 0

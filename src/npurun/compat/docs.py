@@ -53,7 +53,10 @@ While the compatibility layer is active (`npurun.compat.activate()` / `deactivat
   `tf.while_loop`, which needs resource variables.
 
 `npurun run` also shows npurun's own log (logger `npurun`: `loss = ..., step = ...`, steps per second,
-evaluation results) at INFO level on stderr, unless the script configured that logger itself.
+evaluation results) at INFO level on stderr, unless the script configured that logger itself. When no
+rank environment is set (`RANK_ID`, `RANK_SIZE`, `RANK_TABLE_FILE`, `TF_CONFIG`), the script sees
+`RANK_SIZE=1` and `RANK_ID=0`, as Ascend's one-device launch scripts export them (many scripts read
+them with `int(os.getenv("RANK_SIZE"))`); `npurun launch` sets them per rank.
 
 ## Coverage table
 
