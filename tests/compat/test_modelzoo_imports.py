@@ -30,7 +30,11 @@ SCRIPT = textwrap.dedent("""\
         x = tf.placeholder(tf.float32, [None, 3])
         w = tf.get_variable("w", [3, 1])
         loss = cross_replica_mean(tf.reduce_mean(tf.square(tf.nn.dropout(tf.matmul(x, w), keep_prob=0.9) - 1.0)))
-        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+        summary_ops = tf.contrib.summary.all_summary_ops()  # MnasNet style: none written, an empty list
+        with tf.control_dependencies(update_ops + summary_ops):
+            train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        print("summary_ops", summary_ops)
         same = distort_image_ops.adjust_hsv_in_yiq(images, 0.0, 1.0, 1.0)
         full_turn = distort_image_ops.adjust_hsv_in_yiq(images, 2 * np.pi, 1.0, 1.0)
         grey = distort_image_ops.adjust_hsv_in_yiq(images, 0.3, 0.0, 1.0)
@@ -66,6 +70,7 @@ def test_tpu_utilities_npu_dropout_swap_and_yiq_distortion_import_and_run(tmp_pa
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "losses_fall True" in out
+    assert "summary_ops []" in out
     assert "identity True True" in out
     assert "grey True darker True jittered_changed True" in out
     assert "tpu_ops AdapterAPIError" in out

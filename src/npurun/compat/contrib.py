@@ -123,10 +123,17 @@ TPU.update({name: Unsupported(_TPU) for name in (
     "CrossShardOptimizer", "bfloat16_scope", "rewrite", "shard", "batch_parallel", "outside_compilation",
     "initialize_system", "shutdown_system", "replicate", "core")})
 _NOT_PORTED = "a tf.contrib module with no maintained TensorFlow 2 package; rewrite that part with core TensorFlow"
+_SUMMARY_WRITERS = "contrib.summary's graph-mode writers are not provided; use the TF 1 tf.summary"
+# TPU-descended scripts add `tf.contrib.summary.all_summary_ops()` to the train op's dependencies whether or
+# not they wrote any: the graph's collection of v2 summary ops, which TensorFlow 2 still keeps.
+SUMMARY = {"all_summary_ops": Mapped(_target(f"{_V1}:summary.all_v2_summary_ops"))}
+SUMMARY.update({name: Unsupported(_SUMMARY_WRITERS) for name in (
+    "create_file_writer", "always_record_summaries", "record_summaries_every_n_global_steps", "scalar", "image",
+    "histogram", "flush", "never_record_summaries", "summary_writer_initializer_op", "create_db_writer")})
 
 # Module name (below tensorflow.contrib) -> its names. Only listed modules have usable names.
 MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
-           "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE}
+           "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE, "summary": SUMMARY}
 # Whole modules that are another package.
 PACKAGES = {"slim": _SLIM}
 UNSUPPORTED_MODULES = {
@@ -135,7 +142,6 @@ UNSUPPORTED_MODULES = {
                   "NPUDistributedOptimizer under `npurun launch`",
     "mixed_precision": "use npu_bridge's NPULossScaleOptimizer with a loss-scale manager",
     "hccl": "use npu_bridge.hccl / hccl.manage.api",
-    "summary": "contrib.summary's graph-mode writers are not provided; use the TF 1 tf.summary",
     "seq2seq": _NOT_PORTED, "learn": _NOT_PORTED, "crf": _NOT_PORTED, "cudnn_rnn": _NOT_PORTED,
     "quantize": _NOT_PORTED, "distributions": "use tensorflow-probability", "lookup": "use tf.lookup",
     "sparsemax": _NOT_PORTED, "tfprof": "use tf.compat.v1.profiler", "cloud": _NOT_PORTED,
