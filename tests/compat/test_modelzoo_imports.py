@@ -107,3 +107,44 @@ def test_data_threadpool_at_its_tf1_path_sets_the_datasets_threading_options(tmp
     assert done.returncode == 0, done.stderr[-3000:]
     assert "threads 3 1" in done.stdout and "sum 66.0" in done.stdout
     assert not [f for f in check_file(str(script)) if f.error]
+
+
+KERAS_SCRIPT = textwrap.dedent("""\
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.python.keras import backend as K
+    from tensorflow.python.keras.layers import Dense, BatchNormalization
+    from tensorflow.python.keras.models import Sequential
+    from tensorflow.python.keras.optimizers import Adam
+    from tensorflow.python.keras.regularizers import l2
+    from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
+
+    sess_config = tf.ConfigProto()
+    custom_op = sess_config.graph_options.rewrite_options.custom_optimizers.add()
+    custom_op.name = "NpuOptimizer"
+    sess_config.graph_options.rewrite_options.remapping = RewriterConfig.OFF
+    sess = tf.Session(config=sess_config)
+    K.set_session(sess)
+    print("same_session", tf.keras.backend.get_session() is sess, "K", K.__name__)
+
+    rng = np.random.RandomState(0)
+    x = rng.rand(64, 3).astype("float32")
+    y = x.sum(axis=1, keepdims=True)
+    model = Sequential([Dense(8, activation="relu", input_shape=(3,), kernel_regularizer=l2(1e-4)),
+                        BatchNormalization(), Dense(1)])
+    model.compile(Adam(0.01), "mse")
+    history = model.fit(x, y, epochs=5, verbose=0)
+    print("losses_fall", history.history["loss"][-1] < history.history["loss"][0])
+    sess.close()
+    """)
+
+
+def test_tensorflow_python_keras_is_the_keras_of_tf_keras(tmp_path):
+    # Keras_swa style: K.set_session(npu session) on tensorflow.python.keras's backend must reach the tf.keras
+    # models (TensorFlow 2.21's own tensorflow.python.keras is a separate copy with its own session).
+    script = tmp_path / "train.py"
+    script.write_text(KERAS_SCRIPT)
+    done = run_compat("run", script, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "same_session True K tf_keras.src.backend" in done.stdout
+    assert "losses_fall True" in done.stdout

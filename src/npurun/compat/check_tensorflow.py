@@ -25,6 +25,8 @@ WORLD_PATHS = {
                                                       "standard MNIST files from the directory (no download)",
     "tensorflow.python.framework.graph_util.convert_variables_to_constants":
         "tf.compat.v1.graph_util.convert_variables_to_constants, at its TensorFlow 1 path",
+    "tensorflow.python.keras": "tf-keras's module at the same place below tf_keras.src (the Keras the script's "
+                               "tf.keras is; `from ... import` form)",
     "tensorflow.python.data.experimental.ops.threadpool": "npurun.compat.data_threadpool: PrivateThreadPool and "
                                                           "override_threadpool as tf.data threading options",
 }

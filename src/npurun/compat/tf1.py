@@ -10,7 +10,9 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   The importer is told apart by the globals the import statement passes to `__import__`, so a
   script's own local modules (model.py next to train.py) are scripts too.
 - `tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist.input_data` are importable, and
-  `tensorflow.python.framework.graph_util.convert_variables_to_constants` exists again.
+  `tensorflow.python.framework.graph_util.convert_variables_to_constants` exists again;
+- `from tensorflow.python.keras[.x] import y` gives tf-keras's module (`tf_keras.src[.x]`), the Keras
+  the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session).
 - With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
   shapes and tensor equality, v1 control flow) is switched on when a script first imports
   TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
@@ -120,6 +122,24 @@ class TF1Finder(importlib.abc.MetaPathFinder):
         return None
 
 
+_TF_PYTHON_KERAS = "tensorflow.python.keras"
+
+
+def _legacy_keras_module(name):
+    """`from tensorflow.python.keras[.x] import y` in a script: tf-keras's module (`tf_keras.src[.x]`).
+
+    TF 1's `tensorflow.python.keras` was the Keras that `tf.keras` is; here `tf.keras` is tf-keras, while
+    TensorFlow 2.21's own `tensorflow.python.keras` is a separate, partial copy with its own session and
+    graph state: `K.set_session(sess)` on it would not reach the models the script builds with tf.keras.
+    None where tf-keras has no such module (the import then goes to TensorFlow as written).
+    """
+    target = "tf_keras.src" + name[len(_TF_PYTHON_KERAS):]
+    try:
+        return importlib.import_module(target)
+    except ImportError:
+        return None
+
+
 def _extra_module(fullname):
     target = _EXTRA_MODULES[fullname]
     if target is not None:
@@ -150,6 +170,10 @@ class TF1World:
 
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
             script = level == 0 and name.partition(".")[0] == "tensorflow" and is_script(globals)
+            if script and fromlist and (name == _TF_PYTHON_KERAS or name.startswith(_TF_PYTHON_KERAS + ".")):
+                keras = _legacy_keras_module(name)
+                if keras is not None:
+                    return keras
             if script and "." in name:
                 namespace = self._api_namespace(name)
                 if namespace is not None:  # `from tensorflow.train import AdamOptimizer`: TF 1's tf.train
