@@ -148,3 +148,42 @@ def test_tensorflow_python_keras_is_the_keras_of_tf_keras(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "same_session True K tf_keras.src.backend" in done.stdout
     assert "losses_fall True" in done.stdout
+
+
+ESTIMATOR_SCRIPT = textwrap.dedent("""\
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.python.estimator import estimator as est
+    from tensorflow.python.estimator import model_fn as model_fn_lib
+    from tensorflow.python.estimator.run_config import RunConfig
+    from tensorflow.python.estimator.model_fn import EstimatorSpec
+
+
+    def model_fn(features, labels, mode):
+        pred = tf.layers.dense(features, 1)
+        loss = tf.losses.mean_squared_error(labels, pred)
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, tf.train.get_or_create_global_step())
+        assert mode == model_fn_lib.ModeKeys.TRAIN
+        return EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+    def input_fn():
+        x = np.random.RandomState(0).rand(64, 2).astype(np.float32)
+        return tf.data.Dataset.from_tensor_slices((x, x.sum(1, keepdims=True))).repeat().batch(16)
+
+
+    estimator = est.Estimator(model_fn, config=RunConfig(model_dir="model", save_checkpoints_steps=5))
+    estimator.train(input_fn, max_steps=5)
+    print("global_step", estimator.get_variable_value("global_step"), est.Estimator is tf.estimator.Estimator)
+    """)
+
+
+def test_tf1_estimator_implementation_paths_are_the_scripts_tf_estimator(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(ESTIMATOR_SCRIPT)
+    done = run_compat("run", script, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "global_step 5 True" in done.stdout
+    assert not [f for f in check_file(str(script)) if f.error]
+    script.write_text("from tensorflow.python.estimator.canned import head\n")  # not provided: check says so
+    assert [f.name for f in check_file(str(script)) if f.error] == ["tensorflow.python.estimator.canned"]

@@ -27,10 +27,14 @@ WORLD_PATHS = {
         "tf.compat.v1.graph_util.convert_variables_to_constants, at its TensorFlow 1 path",
     "tensorflow.python.keras": "tf-keras's module at the same place below tf_keras.src (the Keras the script's "
                                "tf.keras is; `from ... import` form)",
+    **{f"tensorflow.python.estimator.{sub}": "the script's tf.estimator (npurun's Estimator, RunConfig, "
+                                              "EstimatorSpec, ModeKeys, ...)"
+       for sub in ("estimator", "run_config", "model_fn", "training")},
     "tensorflow.python.data.experimental.ops.threadpool": "npurun.compat.data_threadpool: PrivateThreadPool and "
                                                           "override_threadpool as tf.data threading options",
 }
-WORLD_PACKAGES = ("tensorflow.examples", "tensorflow.examples.tutorials", "tensorflow.examples.tutorials.mnist")
+WORLD_PACKAGES = ("tensorflow.examples", "tensorflow.examples.tutorials", "tensorflow.examples.tutorials.mnist",
+                  "tensorflow.python.estimator")
 # Namespaces of `tf` handled by npurun's own tables elsewhere in check.
 OWN_TABLES = ("estimator", "layers")
 

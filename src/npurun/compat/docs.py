@@ -201,7 +201,8 @@ mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 id
   `from tensorflow.python.keras[.x] import y`, which gives tf-keras's module (`tf_keras.src[.x]`): the
   Keras the script's `tf.keras` is, so `K.set_session(sess)` reaches its models, and
   `tensorflow.python.data.experimental.ops.threadpool` (PrivateThreadPool / override_threadpool as tf.data
-  threading options). `tensorflow_core` (TF 1.15's package name) is `tensorflow`.
+  threading options), and `tensorflow.python.estimator` with its `estimator`, `run_config`, `model_fn`
+  and `training` modules (each the script's `tf.estimator`). `tensorflow_core` (TF 1.15's package name) is `tensorflow`.
 - `tf.__version__` is TensorFlow's real version (2.21.x).
 - Checked over Ascend's ModelZoo-TensorFlow: of the 533 distinct `import`/`from` statements naming
   `tensorflow…` at the top of its Python files, 463 import in this world; the rest are TensorFlow 2.21

@@ -32,10 +32,15 @@ import warnings
 
 from . import contrib
 
+_ESTIMATOR_MODULES = ("estimator", "run_config", "model_fn", "training")
 _EXTRA_MODULES = {
     "tensorflow.examples": None, "tensorflow.examples.tutorials": None, "tensorflow.examples.tutorials.mnist": None,
     "tensorflow.examples.tutorials.mnist.input_data": "npurun.compat.mnist_input_data",
     "tensorflow.python.data.experimental.ops.threadpool": "npurun.compat.data_threadpool",
+    # TF 1's estimator at its implementation path (`from tensorflow.python.estimator import estimator`):
+    # each module is the script's tf.estimator, which holds the names scripts take from them.
+    "tensorflow.python.estimator": lambda: _estimator_package(),
+    **{f"tensorflow.python.estimator.{sub}": lambda: _script_estimator() for sub in _ESTIMATOR_MODULES},
 }
 _IMPLEMENTATION_PACKAGES = ("python", "core", "contrib", "examples", "tools", "lite", "compiler", "_api", "include",
                             "dtensor", "tsl", "xla_aot_runtime_src")
@@ -140,8 +145,25 @@ def _legacy_keras_module(name):
         return None
 
 
+def _script_estimator():
+    import tensorflow as tf
+
+    return tf.compat.v1.estimator  # attached by npurun.compat while active (TF 2.16+ has none of its own)
+
+
+def _estimator_package():
+    namespace = _script_estimator()
+    package = types.ModuleType("tensorflow.python.estimator")
+    package.__path__ = []
+    package.__dict__.update({name: namespace for name in _ESTIMATOR_MODULES})
+    package.__getattr__ = lambda name: getattr(namespace, name)  # PEP 562: the names of tf.estimator too
+    return package
+
+
 def _extra_module(fullname):
     target = _EXTRA_MODULES[fullname]
+    if callable(target):
+        return target()
     if target is not None:
         return importlib.import_module(target)
     module = types.ModuleType(fullname)
