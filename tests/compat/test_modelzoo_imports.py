@@ -187,3 +187,33 @@ def test_tf1_estimator_implementation_paths_are_the_scripts_tf_estimator(tmp_pat
     assert not [f for f in check_file(str(script)) if f.error]
     script.write_text("from tensorflow.python.estimator.canned import head\n")  # not provided: check says so
     assert [f.name for f in check_file(str(script)) if f.error] == ["tensorflow.python.estimator.canned"]
+
+
+KERAS_SESSION_SCRIPT = textwrap.dedent("""\
+    import numpy as np
+    import tensorflow as tf
+    from npu_bridge.npu_init import *
+
+    sess = set_keras_session_npu_config()
+    print("keras_session", tf.keras.backend.get_session() is sess, type(sess).__name__)
+    rng = np.random.RandomState(0)
+    x = rng.rand(64, 3).astype("float32")
+    model = tf.keras.Sequential([tf.keras.layers.Dense(4, activation="relu", input_shape=(3,)),
+                                 tf.keras.layers.Dense(1)])
+    model.compile(tf.keras.optimizers.SGD(0.1), "mse")
+    history = model.fit(x, x.sum(axis=1, keepdims=True), epochs=5, verbose=0)
+    print("losses_fall", history.history["loss"][-1] < history.history["loss"][0])
+    npu_clear_session()
+    print("cleared", tf.keras.backend.get_session() is not sess, type(tf.keras.backend.get_session()).__name__)
+    """)
+
+
+def test_set_keras_session_npu_config_and_npu_clear_session_give_tf_keras_an_npu_session(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(KERAS_SESSION_SCRIPT)
+    done = run_compat("run", script, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "keras_session True NPUSession" in done.stdout
+    assert "losses_fall True" in done.stdout
+    assert "cleared True NPUSession" in done.stdout
+    assert not [f for f in check_file(str(script)) if f.error]

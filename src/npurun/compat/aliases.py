@@ -340,7 +340,8 @@ NPU_INIT = {
     "npu_hooks_append": Mapped(f"{_SHIMS}:npu_hooks_append",
                                "appends NPUBroadcastGlobalVariablesHook(0, RANK_ID)"),
     "npu_callbacks_append": Unsupported(_NOT_KERAS3),
-    "npu_clear_session": Unsupported(_NOT_KERAS3),
+    "npu_clear_session": Mapped(f"{_SHIMS}:npu_clear_session", "tf.keras's clear_session(), then a new session "
+                                "with npu_session_config_init(config) as tf.keras's session (tf-keras)"),
     "NpuEmptyHook": Mapped(f"{_SHIMS}:NpuEmptyHook", "a SessionRunHook that does nothing"),
     "npu_tf_optimizer": Mapped(f"{_SHIMS}:npu_tf_optimizer", "NPUDistributedOptimizer(opt)"),
     "npu_keras_optimizer": Mapped(f"{_SHIMS}:npu_keras_optimizer",
@@ -350,7 +351,9 @@ NPU_INIT = {
                                   "it turns XLA off for the Ascend graph engine; here XLA follows NPURunConfig"),
     "npu_optimizer_options": NoEffect(f"{_SHIMS}:npu_optimizer_options",
                                       "it turns XLA off for the Ascend graph engine; here XLA follows NPURunConfig"),
-    "set_keras_session_npu_config": Unsupported(_NOT_KERAS3),
+    "set_keras_session_npu_config": Mapped(f"{_SHIMS}:set_keras_session_npu_config",
+                                           "a tf.compat.v1.Session with npu_session_config_init(config) (an "
+                                           "NPUSession), set as tf.keras's session (tf-keras, as under npurun run)"),
     "init_resource": Mapped(f"{_SHIMS}:init_resource",
                             "a tf.compat.v1.Session and a no-op shutdown op; records the rank ids"),
     "shutdown_resource": Mapped(f"{_SHIMS}:shutdown_resource"),
