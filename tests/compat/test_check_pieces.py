@@ -230,3 +230,22 @@ def test_a_local_star_import_brings_the_local_modules_own_names(tmp_path):
         missing = not_defined_anywhere()
         """))
     assert _raising(script) == {("", "hidden_helper"), ("", "not_defined_anywhere")}
+
+
+def test_python2_builtins_in_version_branches_are_not_counted_as_raising(tmp_path):
+    # BERT tokenization style: `unicode` only on the six.PY2 branch; a real missing name still raises
+    script = tmp_path / "tokenization.py"
+    script.write_text(textwrap.dedent("""\
+        import six
+        from npu_bridge.npu_init import *
+
+        def convert_to_unicode(text):
+            if six.PY3:
+                return text if isinstance(text, str) else text.decode("utf-8")
+            elif six.PY2:
+                return text if isinstance(text, unicode) else text.decode("utf-8")
+            missing_helper(text)
+        """))
+    found = {f.name: f for f in check_file(str(script))}
+    assert found["unicode"].status == "Python 2 name" and not found["unicode"].error
+    assert _raising(script) == {("", "missing_helper")}

@@ -41,6 +41,9 @@ TF_ESTIMATOR_PREFIXES = ("tensorflow.estimator.", "tensorflow.compat.v1.estimato
 TF_LAYERS_PREFIXES = ("tensorflow.compat.v1.layers.", "tensorflow.layers.")
 _MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__builtins__", "__spec__", "__loader__",
                            "__package__", "__path__", "__annotations__", "__cached__", "__debug__"})
+# Builtins Python 3 removed: BERT-style tokenizers name them in branches taken only on Python 2.
+_PYTHON2_BUILTINS = frozenset({"unicode", "basestring", "xrange", "long", "unichr", "raw_input", "reload", "file",
+                               "execfile", "cmp", "buffer", "apply", "intern", "coerce"})
 RUN_CONFIG_TARGETS = {"npurun.NPURunConfig", "npurun.config.NPURunConfig", "tensorflow.estimator.NPURunConfig",
                       "tensorflow.compat.v1.estimator.NPURunConfig"} | {
     f"{module.name}.NPURunConfig" for module in aliases.MODULES.values() if "NPURunConfig" in module.names}
@@ -361,7 +364,12 @@ class _Scanner(ast.NodeVisitor):
             return
         known = self._bound | set(self.star_names) | set(self.aliases) | set(dir(builtins)) | _MODULE_NAMES
         for name, line in sorted(self._loaded.items(), key=lambda item: item[1]):
-            if name not in known:
+            if name in _PYTHON2_BUILTINS and name not in known:
+                self.add(Finding(line, "adapter", name, "Python 2 name",
+                                 "a Python 2 builtin, not an adapter name: NameError on Python 3 (on Ascend too) "
+                                 "if that line runs; scripts usually reach it only under six.PY2 / a version "
+                                 "check"), once_key=("adapter", name))
+            elif name not in known:
                 self.add(Finding(line, "adapter", name, "not provided",
                                  f"used but never defined here, and `from {self._adapter_star} import *` does not "
                                  f"bring it in: NameError (not in npurun's coverage table, docs/compat.md)", True),
