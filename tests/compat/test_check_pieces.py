@@ -173,6 +173,10 @@ def test_imports_of_modules_that_are_neither_local_nor_installed(tmp_path):
             apex = None
         """))
     assert _raising(script) == {("", "moxing")}
+    (tmp_path / "dataloader").mkdir()  # MobileNetV2 style: a local directory without __init__.py
+    (tmp_path / "dataloader" / "data_provider.py").write_text("import tensorflow as tf\n")
+    script.write_text("from dataloader import data_provider\nimport easydict\n")
+    assert _raising(script) == {("", "easydict")}
     script.write_text("import sys\nsys.path.append('/somewhere')\nimport moxing\n")
     found = {f.name: f for f in check_file(str(script))}
     assert not found["moxing"].error and found["moxing"].status == "not found here"

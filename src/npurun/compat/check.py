@@ -285,6 +285,8 @@ class _Scanner(ast.NodeVisitor):
         if (not top or getattr(self, "_guarded", 0) or top in aliases.ROOTS or top in ("tensorflow", "horovod")
                 or check_tensorflow.module_exists(top)):
             return
+        if self._project is not None and os.path.isdir(os.path.join(self._project.root, top)):
+            return  # a directory next to the script without __init__.py: a namespace package Python imports
         self.add(Finding(node.lineno, "imports", top, "not installed",
                          "neither a module next to the script nor installed here: ModuleNotFoundError", True),
                  once_key=("imports", top))
