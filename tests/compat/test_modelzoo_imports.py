@@ -217,3 +217,39 @@ def test_set_keras_session_npu_config_and_npu_clear_session_give_tf_keras_an_npu
     assert "losses_fall True" in done.stdout
     assert "cleared True NPUSession" in done.stdout
     assert not [f for f in check_file(str(script)) if f.error]
+
+
+TPU_ESTIMATOR_SCRIPT = textwrap.dedent("""\
+    import numpy as np
+    import tensorflow as tf
+
+
+    def model_fn(features, labels, mode, params):
+        pred = tf.layers.dense(features, 1)
+        loss = tf.losses.mean_squared_error(labels, pred)
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, tf.train.get_or_create_global_step())
+        return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+    def input_fn(params):
+        x = np.random.RandomState(0).rand(64, 2).astype(np.float32)
+        ds = tf.data.Dataset.from_tensor_slices((x, x.sum(1, keepdims=True)))
+        return ds.repeat().batch(params["batch_size"])
+
+
+    config = tf.compat.v1.estimator.tpu.RunConfig(
+        model_dir="model", tpu_config=tf.compat.v1.estimator.tpu.TPUConfig(iterations_per_loop=2))
+    estimator = tf.compat.v1.estimator.tpu.TPUEstimator(use_tpu=False, model_fn=model_fn, config=config,
+                                                        train_batch_size=8)
+    estimator.train(input_fn, max_steps=4)
+    print("global_step", estimator.get_variable_value("global_step"))
+    """)
+
+
+def test_tf_compat_v1_estimator_tpu_is_contrib_tpus_estimator_without_a_tpu(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(TPU_ESTIMATOR_SCRIPT)
+    done = run_compat("run", script, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "global_step 4" in done.stdout
+    assert not [f for f in check_file(str(script)) if f.error]

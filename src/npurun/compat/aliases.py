@@ -442,6 +442,8 @@ TF_ESTIMATOR = {
                                                    "stop_if_no_decrease_hook, stop_if_no_increase_hook, "
                                                    "make_early_stopping_hook, build_raw_supervised_input_receiver_fn, "
                                                    "call_logit_fn"),
+    "tpu": Mapped("npurun.compat.contrib_tpu", "TPUEstimator, TPUEstimatorSpec, RunConfig, TPUConfig, "
+                                               "InputPipelineConfig run with use_tpu=False, as tf.contrib.tpu's"),
     "inputs": Mapped("npurun.compat.tf_estimator:inputs",
                      "numpy_input_fn (a tf.data pipeline with the same batching, epochs and shuffling)"),
     **{hook: Mapped(f"{_V1_TRAIN}:{hook}") for hook in (
