@@ -205,6 +205,7 @@ KERAS_SESSION_SCRIPT = textwrap.dedent("""\
     print("losses_fall", history.history["loss"][-1] < history.history["loss"][0])
     npu_clear_session()
     print("cleared", tf.keras.backend.get_session() is not sess, type(tf.keras.backend.get_session()).__name__)
+    print("npu_init_backend", backend.get_session() is tf.keras.backend.get_session())  # npu_init's `backend`
     """)
 
 
@@ -216,6 +217,7 @@ def test_set_keras_session_npu_config_and_npu_clear_session_give_tf_keras_an_npu
     assert "keras_session True NPUSession" in done.stdout
     assert "losses_fall True" in done.stdout
     assert "cleared True NPUSession" in done.stdout
+    assert "npu_init_backend True" in done.stdout
     assert not [f for f in check_file(str(script)) if f.error]
 
 

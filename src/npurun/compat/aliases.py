@@ -318,7 +318,8 @@ NPU_INIT = {
     "npu_cpu_ops": Unsupported(_KERNEL_LIBRARY),
     "scoped_graph_manager": Unsupported("scoped graphs of the Ascend graph engine have no CPU/GPU counterpart"),
     "session_run_hook": Mapped("tensorflow.python.training.session_run_hook"),
-    "backend": Unsupported(_NOT_KERAS3),
+    "backend": Mapped("tf_keras.src.backend", "the backend of tf-keras, the Keras a script's tf.keras is under "
+                                              "npurun run (npu_init re-exports tensorflow.python.keras.backend)"),
     "experimental_options": Mapped(f"{_SHIMS}:experimental_options",
                                    "the adapter's dict of Grappler passes it keeps on"),
     "config_pb2": Mapped("tensorflow.core.protobuf.config_pb2"),
