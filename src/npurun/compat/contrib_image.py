@@ -115,6 +115,8 @@ def adjust_hsv_in_yiq(image, delta_hue=0, scale_saturation=1, scale_value=1, nam
         cos, sin = val * sat * tf.cos(hue), val * sat * tf.sin(hue)
         zero = tf.zeros_like(cos)
         in_yiq = tf.stack([tf.stack([val, zero, zero]), tf.stack([zero, cos, -sin]), tf.stack([zero, sin, cos])])
+        # The rotation's direction was not checked against TF 1's kernel (random_hsv_in_yiq draws a symmetric
+        # delta, so it does not matter there); identity, grey and value scaling are tested.
         colour = tf.matmul(to_rgb, tf.matmul(in_yiq, to_yiq))  # rgb' = colour @ rgb
         out = tf.tensordot(pixels, tf.transpose(colour), axes=[[-1], [0]])
         return tf.cast(out, original) if original.is_floating else tf.saturate_cast(tf.round(out), original)
