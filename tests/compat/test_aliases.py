@@ -40,7 +40,7 @@ def test_every_entry_is_well_formed():
                 assert len(entry.why) > 20, where
             else:
                 module, _ = aliases.split_target(entry.target)
-                assert module.split(".")[0] in ("npurun", "tensorflow", "os", *aliases.ROOTS), where
+                assert module.split(".")[0] in ("npurun", "tensorflow", "tf_keras", "os", *aliases.ROOTS), where
                 if isinstance(entry, aliases.NoEffect):
                     assert entry.target.startswith("npurun.compat.") and len(entry.why) > 20, where
     for table in aliases.MODULES.values():

@@ -173,6 +173,10 @@ def test_imports_of_modules_that_are_neither_local_nor_installed(tmp_path):
             apex = None
         """))
     assert _raising(script) == {("", "moxing")}
+    (tmp_path / "dataloader").mkdir()  # MobileNetV2 style: a local directory without __init__.py
+    (tmp_path / "dataloader" / "data_provider.py").write_text("import tensorflow as tf\n")
+    script.write_text("from dataloader import data_provider\nimport easydict\n")
+    assert _raising(script) == {("", "easydict")}
     script.write_text("import sys\nsys.path.append('/somewhere')\nimport moxing\n")
     found = {f.name: f for f in check_file(str(script))}
     assert not found["moxing"].error and found["moxing"].status == "not found here"
@@ -197,3 +201,55 @@ def test_adapter_names_missing_from_the_table_raise_where_imported_or_read(tmp_p
                       "y = npu_ops.dropout(1.0, 0.5)\nz = npu_ops.nothing_here(1)\n")
     assert _raising(script) == {("", "npu_bridge.npu_init.no_such_name"), ("", "npu_bridge.estimator.not_a_module"),
                                 ("", "npu_bridge.estimator.npu_ops.nothing_here")}
+
+
+def test_a_local_star_import_brings_the_local_modules_own_names(tmp_path):
+    # ModelZoo style (DANN): `from utils import *` where utils.py defines the helpers the script calls
+    (tmp_path / "utils.py").write_text(textwrap.dedent("""\
+        from npu_bridge.npu_init import *
+        import tensorflow as tf
+        import numpy as np
+
+        def weight_variable(shape):
+            return tf.Variable(tf.truncated_normal(shape, stddev=0.1))
+
+        class BatchGen:
+            pass
+
+        if True:
+            DEFAULT_BATCH = 32
+        for _i, NAME in enumerate(["a"]):
+            pass
+        """))
+    (tmp_path / "listed.py").write_text("__all__ = ['exported_helper']\ndef exported_helper(): pass\n"
+                                        "def hidden_helper(): pass\n")
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        from npu_bridge.npu_init import *
+        from utils import *
+        from listed import *
+        w = weight_variable([2]); g = BatchGen(); b = DEFAULT_BATCH; n = NAME; a = np.zeros(1)
+        e = exported_helper()
+        h = hidden_helper()
+        missing = not_defined_anywhere()
+        """))
+    assert _raising(script) == {("", "hidden_helper"), ("", "not_defined_anywhere")}
+
+
+def test_python2_builtins_in_version_branches_are_not_counted_as_raising(tmp_path):
+    # BERT tokenization style: `unicode` only on the six.PY2 branch; a real missing name still raises
+    script = tmp_path / "tokenization.py"
+    script.write_text(textwrap.dedent("""\
+        import six
+        from npu_bridge.npu_init import *
+
+        def convert_to_unicode(text):
+            if six.PY3:
+                return text if isinstance(text, str) else text.decode("utf-8")
+            elif six.PY2:
+                return text if isinstance(text, unicode) else text.decode("utf-8")
+            missing_helper(text)
+        """))
+    found = {f.name: f for f in check_file(str(script))}
+    assert found["unicode"].status == "Python 2 name" and not found["unicode"].error
+    assert _raising(script) == {("", "missing_helper")}

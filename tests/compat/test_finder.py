@@ -135,8 +135,8 @@ def test_star_import_binds_every_name_without_raising(active):
                  "npu_hooks_append", "npu_run_config_init", "npu_session_config_init", "npu_config_proto",
                  "get_npu_local_rank_size", "experimental_options", "npu_unary_ops", "session_run_hook"):
         assert not finder_module.is_placeholder(namespace[name]), name
-    with pytest.raises(AdapterAPIError, match="set_keras_session_npu_config is not supported"):
-        namespace["set_keras_session_npu_config"]()
+    with pytest.raises(AdapterAPIError, match="npu_callbacks_append is not supported"):
+        namespace["npu_callbacks_append"]()
 
 
 def test_no_effect_names_work_and_warn_once(active):

@@ -109,3 +109,22 @@ def test_a_tensorflow_2_script_keeps_eager_tensorflow_2(tmp_path):
     done = run_compat("run", script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "eager True estimator True v2 True"
+
+
+def test_a_run_with_no_rank_environment_is_rank_0_of_1_as_ascend_1p_scripts_export(tmp_path, monkeypatch):
+    for name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "TF_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    script = tmp_path / "ranks.py"
+    # ModelZoo style: the data loader shards by the bare environment variables
+    script.write_text("import os, sys\nrank_size = int(os.getenv('RANK_SIZE'))\nrank_id = int(os.environ['RANK_ID'])\n"
+                      "sys.exit(10 * rank_size + rank_id)\n")
+    assert run_script(str(script)) == 10
+    assert "RANK_SIZE" not in os.environ and "RANK_ID" not in os.environ, "an in-process run leaves no trace"
+    monkeypatch.setenv("RANK_SIZE", "2")  # a launcher's (or the user's) settings are the script's
+    monkeypatch.setenv("RANK_ID", "1")
+    assert run_script(str(script)) == 21
+    monkeypatch.delenv("RANK_SIZE")
+    monkeypatch.delenv("RANK_ID")
+    monkeypatch.setenv("TF_CONFIG", "{}")  # any rank environment: nothing is made up
+    script.write_text("import os, sys\nsys.exit(3 if 'RANK_SIZE' in os.environ else 0)\n")
+    assert run_script(str(script)) == 0

@@ -171,6 +171,17 @@ def test_read_data_sets_reads_idx_files(tmp_path, gz):
     assert sorted(seen[:20].tolist()) == sorted((np.arange(10, 30) % 10).tolist())
 
 
+def test_read_data_sets_without_reshape_gives_nhwc_images_as_tf1_did(tmp_path):
+    # ModelZoo DCGAN / Gitloss style: read_data_sets(path, reshape=[]) then feed a [None, 28, 28, 1] placeholder
+    _write_mnist(tmp_path)
+    for flat in (False, []):
+        data = mnist_input_data.read_data_sets(str(tmp_path), one_hot=True, reshape=flat, validation_size=10)
+        assert data.train.images.shape == (20, 28, 28, 1) and data.test.images.shape == (10, 28, 28, 1)
+        assert data.train.next_batch(4)[0].shape == (4, 28, 28, 1)
+    flattened = mnist_input_data.read_data_sets(str(tmp_path), validation_size=10).train.images
+    assert flattened.shape == (20, 784)
+
+
 def test_read_data_sets_names_missing_files(tmp_path):
     _write_mnist(tmp_path)
     (tmp_path / "t10k-labels-idx1-ubyte.gz").unlink()

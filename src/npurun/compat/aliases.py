@@ -318,7 +318,8 @@ NPU_INIT = {
     "npu_cpu_ops": Unsupported(_KERNEL_LIBRARY),
     "scoped_graph_manager": Unsupported("scoped graphs of the Ascend graph engine have no CPU/GPU counterpart"),
     "session_run_hook": Mapped("tensorflow.python.training.session_run_hook"),
-    "backend": Unsupported(_NOT_KERAS3),
+    "backend": Mapped("tf_keras.src.backend", "the backend of tf-keras, the Keras a script's tf.keras is under "
+                                              "npurun run (npu_init re-exports tensorflow.python.keras.backend)"),
     "experimental_options": Mapped(f"{_SHIMS}:experimental_options",
                                    "the adapter's dict of Grappler passes it keeps on"),
     "config_pb2": Mapped("tensorflow.core.protobuf.config_pb2"),
@@ -340,7 +341,8 @@ NPU_INIT = {
     "npu_hooks_append": Mapped(f"{_SHIMS}:npu_hooks_append",
                                "appends NPUBroadcastGlobalVariablesHook(0, RANK_ID)"),
     "npu_callbacks_append": Unsupported(_NOT_KERAS3),
-    "npu_clear_session": Unsupported(_NOT_KERAS3),
+    "npu_clear_session": Mapped(f"{_SHIMS}:npu_clear_session", "tf.keras's clear_session(), then a new session "
+                                "with npu_session_config_init(config) as tf.keras's session (tf-keras)"),
     "NpuEmptyHook": Mapped(f"{_SHIMS}:NpuEmptyHook", "a SessionRunHook that does nothing"),
     "npu_tf_optimizer": Mapped(f"{_SHIMS}:npu_tf_optimizer", "NPUDistributedOptimizer(opt)"),
     "npu_keras_optimizer": Mapped(f"{_SHIMS}:npu_keras_optimizer",
@@ -350,7 +352,9 @@ NPU_INIT = {
                                   "it turns XLA off for the Ascend graph engine; here XLA follows NPURunConfig"),
     "npu_optimizer_options": NoEffect(f"{_SHIMS}:npu_optimizer_options",
                                       "it turns XLA off for the Ascend graph engine; here XLA follows NPURunConfig"),
-    "set_keras_session_npu_config": Unsupported(_NOT_KERAS3),
+    "set_keras_session_npu_config": Mapped(f"{_SHIMS}:set_keras_session_npu_config",
+                                           "a tf.compat.v1.Session with npu_session_config_init(config) (an "
+                                           "NPUSession), set as tf.keras's session (tf-keras, as under npurun run)"),
     "init_resource": Mapped(f"{_SHIMS}:init_resource",
                             "a tf.compat.v1.Session and a no-op shutdown op; records the rank ids"),
     "shutdown_resource": Mapped(f"{_SHIMS}:shutdown_resource"),
@@ -379,7 +383,7 @@ MODULES: dict[str, AdapterModule] = {m.name: m for m in (
                   "Unary ops (`from npu_bridge.estimator.npu_unary_ops import npu_unary_ops`).", NPU_UNARY_OPS),
     _package("npu_bridge.estimator.npu", "Run config, estimator, optimizers, hooks and helpers.",
              "npu_config", "npu_estimator", "npu_optimizer", "npu_loss_scale_optimizer", "npu_loss_scale_manager",
-             "npu_hook", "util", "npu_scope", "npu_plugin", "npu_rnn",
+             "npu_hook", "util", "npu_scope", "npu_plugin", "npu_rnn", "npu_convert_dropout",
              unsupported={k: _UNSUPPORTED_MODULES[k] for k in ("keras_to_npu", "npu_strategy")}),
     AdapterModule("npu_bridge.estimator.npu.npu_config", "Run configuration.", NPU_CONFIG),
     AdapterModule("npu_bridge.estimator.npu.npu_estimator", "The estimator.", NPU_ESTIMATOR),
@@ -391,6 +395,10 @@ MODULES: dict[str, AdapterModule] = {m.name: m for m in (
     AdapterModule("npu_bridge.estimator.npu.npu_scope", "Graph scopes.", NPU_SCOPE),
     AdapterModule("npu_bridge.estimator.npu.npu_plugin", "NPU device resources.", NPU_PLUGIN),
     AdapterModule("npu_bridge.estimator.npu.npu_rnn", "RNN helpers.", NPU_RNN),
+    AdapterModule("npu_bridge.estimator.npu.npu_convert_dropout",
+                  "Imported for its side effect (15 ModelZoo folders): on Ascend it swaps tf.nn.dropout / "
+                  "tf.layers.dropout for the NPU's dropout kernel, the same computation. Here importing it "
+                  "changes nothing: TensorFlow's own dropout is the one that runs.", {}),
     AdapterModule("npu_bridge.estimator.npu_ops", "NPU operators.", NPU_OPS),
     _package("npu_bridge.hccl", "Collective communication.", "hccl_ops"),
     AdapterModule("npu_bridge.hccl.hccl_ops", "Collective operations.", HCCL_OPS),
@@ -435,6 +443,8 @@ TF_ESTIMATOR = {
                                                    "stop_if_no_decrease_hook, stop_if_no_increase_hook, "
                                                    "make_early_stopping_hook, build_raw_supervised_input_receiver_fn, "
                                                    "call_logit_fn"),
+    "tpu": Mapped("npurun.compat.contrib_tpu", "TPUEstimator, TPUEstimatorSpec, RunConfig, TPUConfig, "
+                                               "InputPipelineConfig run with use_tpu=False, as tf.contrib.tpu's"),
     "inputs": Mapped("npurun.compat.tf_estimator:inputs",
                      "numpy_input_fn (a tf.data pipeline with the same batching, epochs and shuffling)"),
     **{hook: Mapped(f"{_V1_TRAIN}:{hook}") for hook in (

@@ -41,6 +41,9 @@ TF_ESTIMATOR_PREFIXES = ("tensorflow.estimator.", "tensorflow.compat.v1.estimato
 TF_LAYERS_PREFIXES = ("tensorflow.compat.v1.layers.", "tensorflow.layers.")
 _MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__builtins__", "__spec__", "__loader__",
                            "__package__", "__path__", "__annotations__", "__cached__", "__debug__"})
+# Builtins Python 3 removed: BERT-style tokenizers name them in branches taken only on Python 2.
+_PYTHON2_BUILTINS = frozenset({"unicode", "basestring", "xrange", "long", "unichr", "raw_input", "reload", "file",
+                               "execfile", "cmp", "buffer", "apply", "intern", "coerce"})
 RUN_CONFIG_TARGETS = {"npurun.NPURunConfig", "npurun.config.NPURunConfig", "tensorflow.estimator.NPURunConfig",
                       "tensorflow.compat.v1.estimator.NPURunConfig"} | {
     f"{module.name}.NPURunConfig" for module in aliases.MODULES.values() if "NPURunConfig" in module.names}
@@ -103,6 +106,63 @@ def _availability(entry) -> str:
     return check_tensorflow.target_availability(entry.target)
 
 
+def _target_names(target):
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _target_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from _target_names(target.value)
+
+
+def _module_level_names(body):
+    """The names a module binds at its top level (through if/try/for/with blocks, not inside functions or
+    classes), and its literal `__all__` (None if it has none or it is not a literal list of strings)."""
+    names, all_names = set(), None
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(statement.name)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                names.update(_target_names(target))
+                if isinstance(target, ast.Name) and target.id == "__all__":
+                    try:
+                        value = _literal(statement.value) if statement.value is not None else None
+                    except (ValueError, TypeError, SyntaxError):
+                        value = None
+                    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+                        all_names = list(value)
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            for alias in statement.names:
+                if alias.name != "*":
+                    names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(statement, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            for target in ([statement.target] if isinstance(statement, (ast.For, ast.AsyncFor))
+                           else [item.optional_vars for item in statement.items if item.optional_vars]):
+                names.update(_target_names(target))
+        for block in ("body", "orelse", "finalbody", "handlers"):
+            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = getattr(statement, block, None)
+                if inner:
+                    more, more_all = _module_level_names(
+                        [s for h in inner for s in (h.body if isinstance(h, ast.ExceptHandler) else [h])])
+                    names |= more
+                    all_names = more_all if more_all is not None else all_names
+    return names, all_names
+
+
+def _deep_contrib_path_length(rest_parts) -> int:
+    """How many parts beyond `tf.contrib.<module>` a use's deep import path takes (`tpu.python.ops.tpu_ops`
+    then the name used: 3), so the name used, not an intermediate package, is classified."""
+    table = check_tensorflow.contrib_table() if check_tensorflow.world_available() else None
+    rest = ".".join(rest_parts)
+    paths = (*getattr(table, "PATHS", {}), *getattr(table, "IMPORT_ONLY_PATHS", {}))
+    deep = [path for path in paths if rest.startswith(path + ".") or rest == path]
+    return max((path.count(".") for path in deep), default=0)
+
+
 class _Scanner(ast.NodeVisitor):
     def __init__(self, project=None, path=None):
         self.aliases: dict = {}  # local name -> qualified name
@@ -116,10 +176,21 @@ class _Scanner(ast.NodeVisitor):
         self._adapter_star = None  # the adapter module of a star import, if any
         self._unknown_star = False  # a star import whose names are not known statically
         self.changes_sys_path = False  # sys.path.append/insert/extend: other modules may become importable
+        self._top_level: set = set()  # names bound at module level (what a star import of this module gives)
+        self._all = None  # the module's literal `__all__`, if it has one
 
     def exported(self) -> dict:
-        """What `from this_module import *` gives (as far as check follows names): local name -> qualified."""
-        return {**self.star_names, **self.aliases}
+        """What `from this_module import *` gives (as far as check follows names): local name -> qualified
+        (None for the module's own functions, classes and variables, which are not adapter/TF names)."""
+        own = {name: None for name in self._top_level if name not in self.aliases and name not in self.star_names}
+        names = {**self.star_names, **self.aliases, **own}
+        if self._all is not None:  # `__all__` decides what a star import brings in
+            names = {name: names.get(name) for name in self._all}
+        return names
+
+    def visit_Module(self, node):
+        self._top_level, self._all = _module_level_names(node.body)
+        self.generic_visit(node)
 
     # ---- name resolution ---------------------------------------------------------------------------
     def qualified(self, node):
@@ -214,6 +285,8 @@ class _Scanner(ast.NodeVisitor):
         if (not top or getattr(self, "_guarded", 0) or top in aliases.ROOTS or top in ("tensorflow", "horovod")
                 or check_tensorflow.module_exists(top)):
             return
+        if self._project is not None and os.path.isdir(os.path.join(self._project.root, top)):
+            return  # a directory next to the script without __init__.py: a namespace package Python imports
         self.add(Finding(node.lineno, "imports", top, "not installed",
                          "neither a module next to the script nor installed here: ModuleNotFoundError", True),
                  once_key=("imports", top))
@@ -293,7 +366,12 @@ class _Scanner(ast.NodeVisitor):
             return
         known = self._bound | set(self.star_names) | set(self.aliases) | set(dir(builtins)) | _MODULE_NAMES
         for name, line in sorted(self._loaded.items(), key=lambda item: item[1]):
-            if name not in known:
+            if name in _PYTHON2_BUILTINS and name not in known:
+                self.add(Finding(line, "adapter", name, "Python 2 name",
+                                 "a Python 2 builtin, not an adapter name: NameError on Python 3 (on Ascend too) "
+                                 "if that line runs; scripts usually reach it only under six.PY2 / a version "
+                                 "check"), once_key=("adapter", name))
+            elif name not in known:
                 self.add(Finding(line, "adapter", name, "not provided",
                                  f"used but never defined here, and `from {self._adapter_star} import *` does not "
                                  f"bring it in: NameError (not in npurun's coverage table, docs/compat.md)", True),
@@ -338,8 +416,10 @@ class _Scanner(ast.NodeVisitor):
                 # module paths: the whole path decides (uses below a TF 1 path the world provides: that path)
                 shown = next((path for path in check_tensorflow.WORLD_PATHS if qualified.startswith(path + ".")),
                              qualified)
+            elif parts[1:2] == ["contrib"]:
+                shown = ".".join(parts[:4 + _deep_contrib_path_length(parts[2:])])
             else:
-                shown = ".".join(parts[:4 if parts[1:2] == ["contrib"] else 3 + 2 * (parts[1:3] == ["compat", "v1"])])
+                shown = ".".join(parts[:3 + 2 * (parts[1:3] == ["compat", "v1"])])
             result = check_tensorflow.classify(shown, world=True)
             if result is not None:
                 self._tensorflow_finding(node, shown, result)

@@ -25,8 +25,16 @@ WORLD_PATHS = {
                                                       "standard MNIST files from the directory (no download)",
     "tensorflow.python.framework.graph_util.convert_variables_to_constants":
         "tf.compat.v1.graph_util.convert_variables_to_constants, at its TensorFlow 1 path",
+    "tensorflow.python.keras": "tf-keras's module at the same place below tf_keras.src (the Keras the script's "
+                               "tf.keras is; `from ... import` form)",
+    **{f"tensorflow.python.estimator.{sub}": "the script's tf.estimator (npurun's Estimator, RunConfig, "
+                                              "EstimatorSpec, ModeKeys, ...)"
+       for sub in ("estimator", "run_config", "model_fn", "training")},
+    "tensorflow.python.data.experimental.ops.threadpool": "npurun.compat.data_threadpool: PrivateThreadPool and "
+                                                          "override_threadpool as tf.data threading options",
 }
-WORLD_PACKAGES = ("tensorflow.examples", "tensorflow.examples.tutorials", "tensorflow.examples.tutorials.mnist")
+WORLD_PACKAGES = ("tensorflow.examples", "tensorflow.examples.tutorials", "tensorflow.examples.tutorials.mnist",
+                  "tensorflow.python.estimator")
 # Namespaces of `tf` handled by npurun's own tables elsewhere in check.
 OWN_TABLES = ("estimator", "layers")
 
@@ -141,6 +149,14 @@ def classify_contrib(rest: str):
         if rest == path or rest.startswith(path + "."):
             return (TF1_WORLD, f"{shown}: the `{package.split('.')[0].replace('_', '-')}` package "
                                f"(`{package}{rest[len(path):]}`)", False)
+    import_only = getattr(table, "IMPORT_ONLY_PATHS", {})
+    for path, why in import_only.items():
+        if rest.startswith(path + "."):
+            return ("unsupported", f"raises AdapterAPIError: {why}", True)
+        if rest == path:
+            return (TF1_WORLD, f"{shown}: importing it works; any use of its names raises AdapterAPIError", False)
+    if any(path.startswith(rest + ".") for path in (*table.PATHS, *import_only)):
+        return None  # an intermediate package of a deep path the table provides (`tpu.python.tpu`)
     top, _, name = rest.partition(".")
     name = name.split(".")[0]
     if top in table.PACKAGES:

@@ -123,10 +123,17 @@ TPU.update({name: Unsupported(_TPU) for name in (
     "CrossShardOptimizer", "bfloat16_scope", "rewrite", "shard", "batch_parallel", "outside_compilation",
     "initialize_system", "shutdown_system", "replicate", "core")})
 _NOT_PORTED = "a tf.contrib module with no maintained TensorFlow 2 package; rewrite that part with core TensorFlow"
+_SUMMARY_WRITERS = "contrib.summary's graph-mode writers are not provided; use the TF 1 tf.summary"
+# TPU-descended scripts add `tf.contrib.summary.all_summary_ops()` to the train op's dependencies whether or
+# not they wrote any: the graph's collection of v2 summary ops, which TensorFlow 2 still keeps.
+SUMMARY = {"all_summary_ops": Mapped(_target(f"{_V1}:summary.all_v2_summary_ops"))}
+SUMMARY.update({name: Unsupported(_SUMMARY_WRITERS) for name in (
+    "create_file_writer", "always_record_summaries", "record_summaries_every_n_global_steps", "scalar", "image",
+    "histogram", "flush", "never_record_summaries", "summary_writer_initializer_op", "create_db_writer")})
 
 # Module name (below tensorflow.contrib) -> its names. Only listed modules have usable names.
 MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
-           "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE}
+           "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE, "summary": SUMMARY}
 # Whole modules that are another package.
 PACKAGES = {"slim": _SLIM}
 UNSUPPORTED_MODULES = {
@@ -135,7 +142,6 @@ UNSUPPORTED_MODULES = {
                   "NPUDistributedOptimizer under `npurun launch`",
     "mixed_precision": "use npu_bridge's NPULossScaleOptimizer with a loss-scale manager",
     "hccl": "use npu_bridge.hccl / hccl.manage.api",
-    "summary": "contrib.summary's graph-mode writers are not provided; use the TF 1 tf.summary",
     "seq2seq": _NOT_PORTED, "learn": _NOT_PORTED, "crf": _NOT_PORTED, "cudnn_rnn": _NOT_PORTED,
     "quantize": _NOT_PORTED, "distributions": "use tensorflow-probability", "lookup": "use tf.lookup",
     "sparsemax": _NOT_PORTED, "tfprof": "use tf.compat.v1.profiler", "cloud": _NOT_PORTED,
@@ -148,7 +154,16 @@ PATHS = {
     "layers.python.layers": "tf_slim.layers", "layers.python": "tf_slim.layers",
     "framework.python.ops": "tf_slim.ops", "training.python.training": "tf_slim.training",
     "image.python.ops.image_ops": "npurun.compat.contrib_image",
+    "image.python.ops.distort_image_ops": "npurun.compat.contrib_image",
+    "tpu.python.tpu.tpu_function": "npurun.compat.contrib_tpu",
     "tpu.python.tpu.tpu_config": "npurun.compat.contrib_tpu", "tpu.python.tpu.tpu_estimator": "npurun.compat.contrib_tpu",
+}
+
+# Deep paths that import (the scripts import them at the top, for a multi-shard branch they do not take
+# here) but whose every use raises.
+IMPORT_ONLY_PATHS = {
+    "tpu.python.ops.tpu_ops": "TPU cross-replica and infeed/outfeed ops need a TPU; with one device the scripts' "
+                              "number_of_shards is None and they do not call them",
 }
 
 # Model folders of Ascend/ModelZoo-TensorFlow using each tf.contrib module (counted while building this).
@@ -242,9 +257,11 @@ def module_for(fullname: str):
         return _framework_ops(fullname)
     if rest in PATHS:
         return importlib.import_module(PATHS[rest])
+    if rest in IMPORT_ONLY_PATHS:
+        return UnsupportedModule(rest, IMPORT_ONLY_PATHS[rest])
     if rest in MODULES:
         return ContribModule(rest)
-    if any(path.startswith(rest + ".") for path in PATHS):
+    if any(path.startswith(rest + ".") for path in (*PATHS, *IMPORT_ONLY_PATHS)):
         package = types.ModuleType(fullname)  # an intermediate package of a deep path (`framework.python`)
         package.__path__ = []
         return package
@@ -286,6 +303,9 @@ def render_markdown() -> str:
         lines.append(f"| `tf.contrib.{name}` | {MODELZOO_FOLDERS.get(name, '')} | unsupported: {why} |")
     lines += ["", "Deep import paths map to the same packages: " + ", ".join(
         f"`tensorflow.contrib.{path}` → `{target}`" for path, target in PATHS.items()) + "."]
+    lines += ["", "These deep paths import (scripts import them at the top) but every use of their names raises "
+              "AdapterAPIError: " + ", ".join(f"`tensorflow.contrib.{path}` ({why})"
+                                               for path, why in IMPORT_ONLY_PATHS.items()) + "."]
     for name, table in MODULES.items():
         lines += ["", f"### `tf.contrib.{name}`", "", "| name | status | here |", "|---|---|---|"]
         for entry_name, entry in table.items():

@@ -92,3 +92,46 @@ def compose_transforms(*transforms):
     return flat[:, :8] / flat[:, 8:9]
 
 
+
+
+# ---- contrib.image.python.ops.distort_image_ops: hue/saturation/value changes in YIQ space ----------
+_RGB_TO_YIQ = ((0.299, 0.587, 0.114), (0.596, -0.274, -0.322), (0.211, -0.523, 0.312))
+
+
+def adjust_hsv_in_yiq(image, delta_hue=0, scale_saturation=1, scale_value=1, name=None):
+    """Rotate the hue (radians), scale the saturation and the value of RGB images (last axis 3), as
+    TensorFlow 1's kernel did: one 3x3 colour transform in YIQ space (I/Q rotated by delta_hue and
+    scaled by scale_saturation, everything by scale_value)."""
+    import numpy as np
+    import tensorflow as tf
+
+    with tf.name_scope(name or "adjust_hsv_in_yiq"):
+        image = tf.convert_to_tensor(image)
+        original = image.dtype
+        pixels = tf.cast(image, tf.float32)
+        to_yiq = tf.constant(_RGB_TO_YIQ, tf.float32)
+        to_rgb = tf.constant(np.linalg.inv(np.array(_RGB_TO_YIQ)), tf.float32)
+        hue, sat, val = (tf.cast(v, tf.float32) for v in (delta_hue, scale_saturation, scale_value))
+        cos, sin = val * sat * tf.cos(hue), val * sat * tf.sin(hue)
+        zero = tf.zeros_like(cos)
+        in_yiq = tf.stack([tf.stack([val, zero, zero]), tf.stack([zero, cos, -sin]), tf.stack([zero, sin, cos])])
+        # The rotation's direction was not checked against TF 1's kernel (random_hsv_in_yiq draws a symmetric
+        # delta, so it does not matter there); identity, grey and value scaling are tested.
+        colour = tf.matmul(to_rgb, tf.matmul(in_yiq, to_yiq))  # rgb' = colour @ rgb
+        out = tf.tensordot(pixels, tf.transpose(colour), axes=[[-1], [0]])
+        return tf.cast(out, original) if original.is_floating else tf.saturate_cast(tf.round(out), original)
+
+
+def random_hsv_in_yiq(image, max_delta_hue=0, lower_saturation=1, upper_saturation=1, lower_value=1,
+                      upper_value=1, seed=None):
+    """adjust_hsv_in_yiq with a hue delta drawn from [-max_delta_hue, max_delta_hue] and scales drawn
+    from [lower, upper] (one draw per call, as TensorFlow 1 did)."""
+    import tensorflow as tf
+
+    if max_delta_hue < 0 or lower_saturation < 0 or lower_value < 0 or lower_saturation > upper_saturation \
+            or lower_value > upper_value:
+        raise ValueError("random_hsv_in_yiq: need max_delta_hue >= 0 and 0 <= lower <= upper for saturation and value")
+    hue = tf.random.uniform([], -max_delta_hue, max_delta_hue, seed=seed) if max_delta_hue else 0.0
+    sat = tf.random.uniform([], lower_saturation, upper_saturation, seed=seed)
+    val = tf.random.uniform([], lower_value, upper_value, seed=seed)
+    return adjust_hsv_in_yiq(image, hue, sat, val)

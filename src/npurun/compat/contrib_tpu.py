@@ -120,6 +120,18 @@ def _make_tpu_estimator():
     return TPUEstimator
 
 
+class TpuContext:
+    """`tpu_function.get_tpu_context()` outside a TPU computation: no shards (TensorFlow 1 gave None, so the
+    scripts' `num_shards = get_tpu_context().number_of_shards or 1` and `if num_shards > 1` take the
+    single-device path)."""
+
+    number_of_shards = None
+
+
+def get_tpu_context():
+    return TpuContext()
+
+
 def __getattr__(name):
     if name == "TPUEstimator":
         value = _make_tpu_estimator()

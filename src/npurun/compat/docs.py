@@ -53,7 +53,10 @@ While the compatibility layer is active (`npurun.compat.activate()` / `deactivat
   `tf.while_loop`, which needs resource variables.
 
 `npurun run` also shows npurun's own log (logger `npurun`: `loss = ..., step = ...`, steps per second,
-evaluation results) at INFO level on stderr, unless the script configured that logger itself.
+evaluation results) at INFO level on stderr, unless the script configured that logger itself. When no
+rank environment is set (`RANK_ID`, `RANK_SIZE`, `RANK_TABLE_FILE`, `TF_CONFIG`), the script sees
+`RANK_SIZE=1` and `RANK_ID=0`, as Ascend's one-device launch scripts export them (many scripts read
+them with `int(os.getenv("RANK_SIZE"))`); `npurun launch` sets them per rank.
 
 ## Coverage table
 
@@ -199,8 +202,12 @@ mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 id
   raise `FileNotFoundError` naming them.
 - TF 1's API namespaces import as modules again: `from tensorflow.train import AdamOptimizer`,
   `from tensorflow.summary import FileWriter`, `from tensorflow.layers import Dense` give TF 1's
-  (`tf.compat.v1`'s) names; `tensorflow.python...` paths are TensorFlow 2.21's own. `tensorflow_core`
-  (TF 1.15's package name) is `tensorflow`.
+  (`tf.compat.v1`'s) names; `tensorflow.python...` paths are TensorFlow 2.21's own, except
+  `from tensorflow.python.keras[.x] import y`, which gives tf-keras's module (`tf_keras.src[.x]`): the
+  Keras the script's `tf.keras` is, so `K.set_session(sess)` reaches its models, and
+  `tensorflow.python.data.experimental.ops.threadpool` (PrivateThreadPool / override_threadpool as tf.data
+  threading options), and `tensorflow.python.estimator` with its `estimator`, `run_config`, `model_fn`
+  and `training` modules (each the script's `tf.estimator`). `tensorflow_core` (TF 1.15's package name) is `tensorflow`.
 - `tf.__version__` is TensorFlow's real version (2.21.x).
 - Checked over Ascend's ModelZoo-TensorFlow: of the 533 distinct `import`/`from` statements naming
   `tensorflow…` at the top of its Python files, 463 import in this world; the rest are TensorFlow 2.21

@@ -2,7 +2,8 @@
 
 `read_data_sets(train_dir, one_hot=False, dtype=float32, reshape=True, validation_size=5000, seed=None)`
 reads the four standard MNIST files (IDX format, gzip-compressed or not) from `train_dir` and returns
-`Datasets(train, validation, test)` whose `DataSet`s have `images`, `labels`, `num_examples` and
+`Datasets(train, validation, test)` whose `DataSet`s have `images` ([n, 784], or [n, 28, 28, 1] with
+`reshape=False`), `labels`, `num_examples` and
 `next_batch(batch_size, shuffle=True)`, as TensorFlow 1 did. Nothing is downloaded: missing files raise
 FileNotFoundError naming them.
 """
@@ -34,7 +35,9 @@ def _read_idx(path, magic_expected):
                          f"(magic number {magic}, expected {magic_expected})")
     dims = data[3] if magic_expected == IMAGES_MAGIC else 1
     shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
+    array = np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
+    # TensorFlow 1 read images as [n, rows, cols, 1]: with reshape=False scripts feed them to NHWC placeholders
+    return array[..., np.newaxis] if array.ndim == 3 else array
 
 
 def _find(train_dir, base):

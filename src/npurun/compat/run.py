@@ -13,7 +13,9 @@ mode (`npurun.compat.tf1`). Any other script, such as a classic `tf.estimator` s
 TensorFlow 2.x, keeps TensorFlow 2 (eager by default, `tf.estimator` from npurun). NPURUN_TF_API=1 or
 2 forces the choice. npurun's own log (logger "npurun": loss and step, steps per
 second, evaluation results) is shown at INFO level on stderr, as `npurun train` shows it, unless the
-script or the environment configured that logger already.
+script or the environment configured that logger already. With no rank environment (RANK_ID,
+RANK_SIZE, RANK_TABLE_FILE, TF_CONFIG all unset) the script sees RANK_SIZE=1 and RANK_ID=0, as
+Ascend's one-device launch scripts export them.
 """
 from __future__ import annotations
 
@@ -22,6 +24,10 @@ import logging
 import os
 import runpy
 import sys
+
+
+_RANK_VARIABLES = ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "TF_CONFIG")
+_ONE_RANK = {"RANK_SIZE": "1", "RANK_ID": "0"}
 
 
 TF_API_ENV = "NPURUN_TF_API"
@@ -82,6 +88,12 @@ def run_script(path: str, args=()) -> int:
     legacy_keras_set_here = tf1 and "TF_USE_LEGACY_KERAS" not in os.environ
     if legacy_keras_set_here:
         os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    # Ascend's 1-device launch scripts export RANK_SIZE=1 / RANK_ID=0 and many scripts read them bare
+    # (`int(os.getenv('RANK_SIZE'))`: 63 ModelZoo folders). With no rank environment at all, a run is
+    # that one rank; `npurun launch` and explicit settings are kept as they are.
+    one_rank_set_here = not any(name in os.environ for name in _RANK_VARIABLES)
+    if one_rank_set_here:
+        os.environ.update(_ONE_RANK)
     try:
         with active(graph_mode=tf1, tf1=tf1), _npurun_log():
             runpy.run_path(path, run_name="__main__")
@@ -104,6 +116,9 @@ def run_script(path: str, args=()) -> int:
         sys.argv, sys.path[:] = saved_argv, saved_path
         if legacy_keras_set_here:  # run_script called in-process (tests, notebooks) leaves no trace
             os.environ.pop("TF_USE_LEGACY_KERAS", None)
+        if one_rank_set_here:
+            for name in _ONE_RANK:
+                os.environ.pop(name, None)
     return 0
 
 

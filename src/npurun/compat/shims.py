@@ -398,3 +398,25 @@ def npu_dynamic_rnn(cell, inputs, initial_state=None, dtype=None, sequence_lengt
     outputs, state = tf.compat.v1.nn.static_rnn(cell, tf.unstack(inputs, axis=0), initial_state=initial_state,
                                                 dtype=dtype, sequence_length=sequence_length, scope=scope)
     return tf.stack(outputs, axis=0), state
+
+
+def _keras_backend():
+    """The backend of the Keras a TF1 script's `tf.keras` is under `npurun run` (tf-keras, Keras 2)."""
+    from tf_keras.src import backend
+
+    return backend
+
+
+def set_keras_session_npu_config(config=None):
+    """A session with the NPU session config (npu_session_config_init(config)) made tf.keras's session."""
+    import tensorflow as tf
+
+    session = tf.compat.v1.Session(config=npu_session_config_init(config))
+    _keras_backend().set_session(session)
+    return session
+
+
+def npu_clear_session(config=None):
+    """tf.keras's clear_session(), then a fresh session with the NPU session config as its session."""
+    _keras_backend().clear_session()
+    set_keras_session_npu_config(config)

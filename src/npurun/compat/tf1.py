@@ -10,7 +10,9 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   The importer is told apart by the globals the import statement passes to `__import__`, so a
   script's own local modules (model.py next to train.py) are scripts too.
 - `tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist.input_data` are importable, and
-  `tensorflow.python.framework.graph_util.convert_variables_to_constants` exists again.
+  `tensorflow.python.framework.graph_util.convert_variables_to_constants` exists again;
+- `from tensorflow.python.keras[.x] import y` gives tf-keras's module (`tf_keras.src[.x]`), the Keras
+  the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session).
 - With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
   shapes and tensor equality, v1 control flow) is switched on when a script first imports
   TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
@@ -30,9 +32,15 @@ import warnings
 
 from . import contrib
 
+_ESTIMATOR_MODULES = ("estimator", "run_config", "model_fn", "training")
 _EXTRA_MODULES = {
     "tensorflow.examples": None, "tensorflow.examples.tutorials": None, "tensorflow.examples.tutorials.mnist": None,
     "tensorflow.examples.tutorials.mnist.input_data": "npurun.compat.mnist_input_data",
+    "tensorflow.python.data.experimental.ops.threadpool": "npurun.compat.data_threadpool",
+    # TF 1's estimator at its implementation path (`from tensorflow.python.estimator import estimator`):
+    # each module is the script's tf.estimator, which holds the names scripts take from them.
+    "tensorflow.python.estimator": lambda: _estimator_package(),
+    **{f"tensorflow.python.estimator.{sub}": lambda: _script_estimator() for sub in _ESTIMATOR_MODULES},
 }
 _IMPLEMENTATION_PACKAGES = ("python", "core", "contrib", "examples", "tools", "lite", "compiler", "_api", "include",
                             "dtensor", "tsl", "xla_aot_runtime_src")
@@ -119,8 +127,43 @@ class TF1Finder(importlib.abc.MetaPathFinder):
         return None
 
 
+_TF_PYTHON_KERAS = "tensorflow.python.keras"
+
+
+def _legacy_keras_module(name):
+    """`from tensorflow.python.keras[.x] import y` in a script: tf-keras's module (`tf_keras.src[.x]`).
+
+    TF 1's `tensorflow.python.keras` was the Keras that `tf.keras` is; here `tf.keras` is tf-keras, while
+    TensorFlow 2.21's own `tensorflow.python.keras` is a separate, partial copy with its own session and
+    graph state: `K.set_session(sess)` on it would not reach the models the script builds with tf.keras.
+    None where tf-keras has no such module (the import then goes to TensorFlow as written).
+    """
+    target = "tf_keras.src" + name[len(_TF_PYTHON_KERAS):]
+    try:
+        return importlib.import_module(target)
+    except ImportError:
+        return None
+
+
+def _script_estimator():
+    import tensorflow as tf
+
+    return tf.compat.v1.estimator  # attached by npurun.compat while active (TF 2.16+ has none of its own)
+
+
+def _estimator_package():
+    namespace = _script_estimator()
+    package = types.ModuleType("tensorflow.python.estimator")
+    package.__path__ = []
+    package.__dict__.update({name: namespace for name in _ESTIMATOR_MODULES})
+    package.__getattr__ = lambda name: getattr(namespace, name)  # PEP 562: the names of tf.estimator too
+    return package
+
+
 def _extra_module(fullname):
     target = _EXTRA_MODULES[fullname]
+    if callable(target):
+        return target()
     if target is not None:
         return importlib.import_module(target)
     module = types.ModuleType(fullname)
@@ -153,6 +196,10 @@ class TF1World:
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
             script = (self.scripts_get_tf1 and level == 0 and name.partition(".")[0] == "tensorflow"
                       and is_script(globals))
+            if script and fromlist and (name == _TF_PYTHON_KERAS or name.startswith(_TF_PYTHON_KERAS + ".")):
+                keras = _legacy_keras_module(name)
+                if keras is not None:
+                    return keras
             if script and "." in name:
                 namespace = self._api_namespace(name)
                 if namespace is not None:  # `from tensorflow.train import AdamOptimizer`: TF 1's tf.train
@@ -230,6 +277,10 @@ class TF1World:
         for attribute in ("contrib", "examples"):  # the import system set them on the real module
             if real is not None and attribute in getattr(real, "__dict__", {}):
                 delattr(real, attribute)
+        for name in _EXTRA_MODULES:  # ... and on real packages deeper down (`...experimental.ops.threadpool`)
+            parent, _, attribute = name.rpartition(".")
+            if attribute in getattr(sys.modules.get(parent), "__dict__", {}):
+                delattr(sys.modules[parent], attribute)
         for obj, attribute in self._patched:
             delattr(obj, attribute)
         self._patched.clear()
