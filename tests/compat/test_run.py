@@ -79,6 +79,7 @@ def test_run_script_leaves_no_legacy_keras_setting_behind(tmp_path, monkeypatch)
 @pytest.mark.parametrize("source, local_module, expected", [
     ("from npu_bridge.npu_init import *\nimport tensorflow as tf\n", None, 1),  # every Ascend adapter script
     ("import tensorflow as tf\nsess = tf.Session()\n", None, 1),  # a name only TensorFlow 1 has
+    ("import tensorflow as tf\nlayers = getattr(tf.contrib, 'layers')\n", None, 1),  # tf.contrib, however used
     ("import tensorflow as tf\nimport model\n", "import tensorflow as tf\nslim = tf.contrib.slim\n", 1),  # in a local module
     ("import tensorflow as tf\nest = tf.estimator.Estimator(model_fn)\nm = tf.saved_model.load('x')\n", None, 2),
     ("import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\nsess = tf.Session()\n", None, 2),

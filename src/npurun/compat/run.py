@@ -44,7 +44,7 @@ def script_tf_api(path: str) -> int:
     from .check_tensorflow import TF1_WORLD
 
     try:
-        if _imports_the_adapter(path, set()):
+        if _adapter_or_contrib(path, set()):
             return 1
         findings = check_file(path)
     except (SyntaxError, UnicodeDecodeError):
@@ -52,8 +52,9 @@ def script_tf_api(path: str) -> int:
     return 1 if any(f.section == "adapter" or f.status == TF1_WORLD for f in findings) else 2
 
 
-def _imports_the_adapter(path: str, seen: set) -> bool:
-    """Whether the script or a local module it imports (next to it) imports `npu_bridge` or `hccl`."""
+def _adapter_or_contrib(path: str, seen: set) -> bool:
+    """Whether the script or a local module it imports (next to it) imports `npu_bridge`, `hccl` or
+    `tensorflow.contrib`, or reads a `.contrib` attribute (`tf.contrib`, however it is used after)."""
     import ast
 
     seen.add(path)
@@ -61,12 +62,16 @@ def _imports_the_adapter(path: str, seen: set) -> bool:
         tree = ast.parse(handle.read(), path)
     modules = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
     modules += [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
-    if any(module.partition(".")[0] in ("npu_bridge", "hccl") for module in modules):
+    if any(module.partition(".")[0] in ("npu_bridge", "hccl") or module.startswith("tensorflow.contrib")
+           for module in modules):
+        return True
+    if any(isinstance(node, ast.Attribute) and node.attr == "contrib" and isinstance(node.value, ast.Name)
+           for node in ast.walk(tree)):
         return True
     here = os.path.dirname(path)
     for module in modules:
         local = os.path.join(here, *module.split(".")) + ".py"
-        if local not in seen and os.path.isfile(local) and _imports_the_adapter(local, seen):
+        if local not in seen and os.path.isfile(local) and _adapter_or_contrib(local, seen):
             return True
     return False
 
