@@ -156,3 +156,15 @@ def test_npu_dynamic_rnn_is_the_cell_over_time_major_inputs():
         expected.append(h)
     np.testing.assert_allclose(got, np.stack(expected), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got_state, h, rtol=1e-5, atol=1e-6)
+
+
+def test_npu_close_at_the_end_of_a_script_warns_of_nothing(recwarn):
+    import npurun.compat as compat
+
+    with compat.active():
+        from npu_bridge.npu_init import npu_close
+        from npu_bridge.estimator.npu import npu_plugin
+
+        npu_close()
+        npu_plugin.npu_resource_shutdown()
+    assert [str(w.message) for w in recwarn if "npu_close" in str(w.message) or "shutdown" in str(w.message)] == []

@@ -281,8 +281,9 @@ NPU_UNARY_OPS = {
 }
 NPU_PLUGIN = {
     "npu_resource_init": NoEffect(f"{_SHIMS}:npu_resource_init", "there is no NPU device to open on a CPU/GPU"),
-    "npu_resource_shutdown": NoEffect(f"{_SHIMS}:npu_resource_shutdown", "there are no NPU resources to release"),
-    "npu_close": NoEffect(f"{_SHIMS}:npu_close", "there are no NPU resources to release"),
+    # Releasing nothing is all a clean-up call has to do here: mapped, so scripts' last line warns of nothing.
+    "npu_resource_shutdown": Mapped(f"{_SHIMS}:npu_resource_shutdown", "there are no NPU resources to release"),
+    "npu_close": Mapped(f"{_SHIMS}:npu_close", "there are no NPU resources to release"),
     **{name: Unsupported("RDMA pools and shared device memory of Ascend hosts have no CPU/GPU counterpart")
        for name in ("init_rdma_pool", "rdma_remote_register", "rdma_remote_init", "get_var_addr_and_size",
                     "malloc_shared_memory", "get_rdma_cache")},
@@ -330,7 +331,7 @@ NPU_INIT = {
     "session": Mapped("tensorflow.python.client.session"),
     **HCCL_MANAGE_API,
     **HCCL_SPLIT_API,
-    "npu_close": NoEffect(f"{_SHIMS}:npu_close", "there are no NPU resources to release"),
+    "npu_close": Mapped(f"{_SHIMS}:npu_close", "there are no NPU resources to release"),
     "npu_config_proto": Mapped(f"{_SHIMS}:npu_config_proto",
                                "allow_soft_placement on; the remapper/XLA switches the adapter turns off for its "
                                "graph engine are left to TensorFlow and NPURunConfig"),
