@@ -9,7 +9,7 @@ from typing import Callable, Optional
 import numpy as np
 import tensorflow as tf
 
-from ..config import NPURunConfig
+from ..config import NPURunConfig, rules
 from ..debug.exception_dump import exception_dump
 from ..distribute import errors as distribute_errors
 from ..runtime.plan import build_plan
@@ -109,6 +109,7 @@ class NPUEstimator:
                              "graph_run_mode=1 (NPURunConfig)")
         tf_conformance.check_steps(steps, max_steps)
         tf_conformance.check_listeners(saving_listeners)
+        rules.check_ps_tasks_have_strategy(self._config.options, self._config.cluster)
         hooks = check_hooks(hooks, "NPUEstimator.train", _HOOKS_WORDING)
         if max_steps is not None:
             latest = checkpoints.latest_checkpoint(self._model_dir)
