@@ -116,3 +116,15 @@ def test_tf_config_model_dir_errors_keep_tf_estimators_words(monkeypatch):
     monkeypatch.setenv("TF_CONFIG", json.dumps({"model_dir": "/tmp/a"}))
     with pytest.raises(ValueError, match="must have the same value as the model_dir in TF_CONFIG"):
         RunConfig(model_dir="/tmp/b")
+
+
+def test_code_may_hang_its_own_attributes_on_a_run_config_but_settings_stay_read_only(tmp_path):
+    config = RunConfig(save_checkpoints_steps=5)
+    config.i_am_test = True
+    assert config.i_am_test is True
+    assert config.replace(model_dir=str(tmp_path)).i_am_test is True
+    with pytest.raises(AttributeError):
+        config.save_checkpoints_steps = 6
+    with pytest.raises(AttributeError):
+        config.model_dir = str(tmp_path)
+    assert config.save_checkpoints_steps == 5 and config.model_dir is None

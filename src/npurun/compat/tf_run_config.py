@@ -213,6 +213,14 @@ class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
         self._session_master = tf_config.get("session_master")
         self._service = service
 
+    def __setattr__(self, name, value):
+        # tf.estimator's RunConfig settings are read-only, but code may hang attributes of its own on it
+        # (model_fn(config=...) then reads them back).
+        if not name.startswith("_") and name not in self.OPTIONS and not hasattr(type(self), name):
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
     def replace(self, **changes) -> "RunConfig":
         """A new RunConfig with `changes`; replacing one checkpoint interval drops the other."""
         known = {name for name, _ in TF_RUN_CONFIG_PARAMETERS} | set(NPURunConfig.OPTIONS)

@@ -111,7 +111,8 @@ def call_model_fn(model_fn, features, labels, mode, params, config) -> Estimator
     """Call model_fn with the arguments it names; check what it returns."""
     names = fn_args(model_fn)
     if labels is not None and "labels" not in names and mode != ModeKeys.PREDICT:
-        raise ValueError("input_fn returns labels but model_fn does not take a `labels` argument")
+        raise ValueError("model_fn does not take labels, but input_fn returns labels (model_fn has no `labels` "
+                         "argument)")
     available = {"features": features, "labels": labels, "mode": mode, "params": params, "config": config}
     spec = call_with_accepted(model_fn, available, "model_fn")
     if not isinstance(spec, EstimatorSpec):

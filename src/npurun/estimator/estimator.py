@@ -51,7 +51,8 @@ class NPUEstimator:
         if config is None:
             config = NPURunConfig()
         if not isinstance(config, NPURunConfig):
-            raise ValueError(f"NPUEstimator: config must be an npurun.NPURunConfig; got {type(config).__name__}")
+            raise ValueError(f"NPUEstimator: config must be an instance of `RunConfig` (an npurun.NPURunConfig); "
+                             f"got {type(config).__name__}")
         building.check_model_fn(model_fn)
         if job_start_file:
             warnings.warn("NPUEstimator: job_start_file has no effect here (the cluster comes from TF_CONFIG / "
@@ -248,7 +249,8 @@ class NPUEstimator:
     def _require_checkpoint(self) -> str:
         path = self.latest_checkpoint()
         if path is None:
-            raise ValueError(f"No checkpoint in {self._model_dir}: train the model first")
+            raise ValueError(f"Could not find trained model in model_dir: {self._model_dir} (no checkpoint: train the "
+                             f"model first)")
         return path
 
     def _checkpoint_to_use(self, checkpoint_path):
@@ -304,11 +306,13 @@ def _select(predictions, keys):
     if keys is None:
         return predictions
     if not isinstance(predictions, dict):
-        raise ValueError("predict_keys given, but model_fn's predictions is not a dict")
+        raise ValueError("predict_keys argument is not valid in case of non-dict predictions: predict_keys given, "
+                         "but model_fn's predictions is not a dict")
     keys = [keys] if isinstance(keys, str) else list(keys)
     missing = [k for k in keys if k not in predictions]
     if missing:
-        raise ValueError(f"predict_keys {missing} are not in the predictions ({sorted(predictions)})")
+        raise ValueError(f"Expected to run at least one output from {sorted(predictions)}, provided {missing}: "
+                         f"predict_keys {missing} are not in the predictions")
     return {k: predictions[k] for k in keys}
 
 
@@ -316,7 +320,8 @@ def _examples(batch):
     if isinstance(batch, dict):
         sizes = {key: np.shape(value)[0] if np.ndim(value) else None for key, value in batch.items()}
         if None in sizes.values() or len(set(sizes.values())) != 1:
-            raise ValueError(f"yield_single_examples needs every prediction to have the same batch dimension; "
+            raise ValueError(f"Batch length of predictions should be same: yield_single_examples needs every "
+                             f"prediction to have the same batch dimension; "
                              f"got {sizes}")
         size = next(iter(sizes.values()))
         for i in range(size):

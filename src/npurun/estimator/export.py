@@ -58,7 +58,7 @@ def _receivers(what, receiver_tensors, alternatives):
         raise ValueError(f"{what}: receiver_tensors must not be empty")
     for name in receiver_tensors:
         if not isinstance(name, str):
-            raise ValueError(f"{what}: receiver_tensors keys must be strings: {name!r}")
+            raise ValueError(f"{what}: receiver_tensor keys must be strings: {name!r}")
     if alternatives is not None and not isinstance(alternatives, dict):
         raise ValueError(f"{what}: receiver_tensors_alternatives must be a dict: {alternatives!r}")
     return receiver_tensors, {name: _as_dict(t, SINGLE_RECEIVER_KEY) for name, t in (alternatives or {}).items()}
