@@ -293,13 +293,9 @@ def _run_until_end(sess, runner, update, steps, options):
 
 
 def _write_eval_summaries(directory, results):
-    writer = building.summary_writer(directory)
-    try:
-        values = [_v1.Summary.Value(tag=key, simple_value=float(value)) for key, value in results.items()
-                  if key != "global_step" and np.ndim(value) == 0]
-        writer.add_summary(_v1.Summary(value=values), results["global_step"])
-    finally:
-        writer.close()
+    values = [_v1.Summary.Value(tag=key, simple_value=float(value)) for key, value in results.items()
+              if key != "global_step" and np.ndim(value) == 0]
+    building.write_eval_summary(directory, _v1.Summary(value=values), results["global_step"])
 
 
 def _select(predictions, keys):
