@@ -90,3 +90,14 @@ def test_estimator_errors_use_tf_estimators_words(tmp_path):
     with pytest.raises(ValueError, match="Expected to run at least one output from"):
         next(estimator.predict(features, predict_keys=["nope"]))
     assert [p["y"] for p in estimator.predict(features, predict_keys=["y"])] == pytest.approx(X.sum(axis=1) * 0.5)
+
+
+def test_sparse_loss_and_predictions_are_refused_as_tf_estimator_does():
+    with tf.Graph().as_default():
+        sparse = tf.sparse.SparseTensor(indices=[[0]], values=[0.0], dense_shape=[1])
+        with pytest.raises(TypeError, match="loss must be Tensor"):
+            EstimatorSpec(ModeKeys.EVAL, loss=sparse)
+        with pytest.raises(TypeError, match=r"predictions\[sparse\] must be Tensor"):
+            EstimatorSpec(ModeKeys.PREDICT, predictions={"sparse": sparse})
+        dense = EstimatorSpec(ModeKeys.PREDICT, predictions={"dense": tf.sparse.to_dense(sparse)})
+        assert list(dense.predictions) == ["dense"]
