@@ -101,3 +101,20 @@ def test_sparse_loss_and_predictions_are_refused_as_tf_estimator_does():
             EstimatorSpec(ModeKeys.PREDICT, predictions={"sparse": sparse})
         dense = EstimatorSpec(ModeKeys.PREDICT, predictions={"dense": tf.sparse.to_dense(sparse)})
         assert list(dense.predictions) == ["dense"]
+
+
+def test_receivers_check_their_tensors_as_tf_estimator_does():
+    from npurun.estimator.export import SupervisedInputReceiver
+
+    with tf.Graph().as_default():
+        x = v1.placeholder(tf.float32, [None, 2])
+        with pytest.raises(ValueError, match="feature keys must be strings or ints"):
+            ServingInputReceiver({4.5: x}, {"x": x})
+        with pytest.raises(ValueError, match="feature f must be a Tensor, SparseTensor, or RaggedTensor"):
+            ServingInputReceiver({"f": [1.0]}, {"x": x})
+        with pytest.raises(ValueError, match="receiver_tensor r must be a Tensor"):
+            ServingInputReceiver({"f": x}, {"r": [1.0]})
+        with pytest.raises(ValueError, match="labels must be defined"):
+            SupervisedInputReceiver({"f": x}, None, {"x": x})
+        receiver = ServingInputReceiver({0: x, "s": tf.sparse.from_dense(x)}, {"x": x})
+        assert sorted(map(str, receiver.features)) == ["0", "s"]
