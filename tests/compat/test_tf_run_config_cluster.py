@@ -128,3 +128,14 @@ def test_code_may_hang_its_own_attributes_on_a_run_config_but_settings_stay_read
     with pytest.raises(AttributeError):
         config.model_dir = str(tmp_path)
     assert config.save_checkpoints_steps == 5 and config.model_dir is None
+
+
+def test_global_id_orders_the_chief_then_other_jobs_by_name_then_ps(monkeypatch):
+    cluster = {"chief": ["h0:1"], "worker": ["h1:1", "h2:1"], "other": ["h3:1", "h4:1"], "ps": ["h5:1", "h6:1"]}
+    ids = {}
+    for job, addresses in cluster.items():
+        for index in range(len(addresses)):
+            _set_tf_config(monkeypatch, cluster, {"type": job, "index": index})
+            ids[(job, index)] = RunConfig().global_id_in_cluster
+    assert ids == {("chief", 0): 0, ("other", 0): 1, ("other", 1): 2, ("worker", 0): 3, ("worker", 1): 4,
+                   ("ps", 0): 5, ("ps", 1): 6}

@@ -53,10 +53,13 @@ class ClusterInfo:
 
     @property
     def global_id_in_cluster(self) -> int:
-        """0 for the chief, then workers, in the order tf.estimator uses."""
+        """0 for the chief, then the other jobs' tasks in tf.estimator's order: the jobs other than
+        chief/master and ps sorted by name, ps last."""
         if not self.cluster:
             return self.rank_id or 0
-        order = [job for job in ("chief", "master") if job in self.cluster] + ["worker"]
+        leaders = [job for job in ("chief", "master") if job in self.cluster]
+        others = sorted(job for job in self.cluster if job not in ("chief", "master", "ps", "evaluator"))
+        order = leaders + (others or ["worker"]) + ["ps"]
         offset = 0
         for job in order:
             if job == self.task_type:
