@@ -230,7 +230,7 @@ def test_train_and_evaluate_argument_wording(tmp_path):
         EvalSpec(input_fn, throttle_secs=-1)
     with pytest.raises(TypeError, match="`input_fn` must be callable"):
         TrainSpec("input_fn")
-    with pytest.raises(TypeError, match="All hooks must be SessionRunHook instances"):
+    with pytest.raises(TypeError, match="All hooks must be `SessionRunHook` instances"):
         EvalSpec(input_fn, hooks=[object()])
 
 

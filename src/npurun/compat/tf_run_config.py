@@ -15,12 +15,13 @@ accepted as keywords too.
 """
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import os
 import warnings
 
-from ..config import NPURunConfig
+from ..config import NPURunConfig, rules
 
 # tf.estimator.RunConfig's parameters, in order (positional use maps by this order), with its defaults.
 _DEFAULT = object()  # "not given": distinguishes the 600 s default from an explicit None
@@ -78,6 +79,10 @@ _TF_CHECKS = (
 )
 
 
+# Options tf.estimator.RunConfig accepts as None, and the value that None means for npurun.
+_NONE_MEANS = {"save_summary_steps": 0, "keep_checkpoint_every_n_hours": 10000}
+
+
 def _tf_checks(options):
     for name, accepted, message in _TF_CHECKS:
         value = options.get(name)
@@ -86,6 +91,39 @@ def _tf_checks(options):
     config = options.get("session_config")
     if config is not None and type(config).__name__ != "ConfigProto":
         raise ValueError(f"RunConfig: session_config must be instance of ConfigProto (got {config!r})")
+
+
+def _check_tf_cluster(tf_config):
+    """tf.estimator.RunConfig's rules for a TF_CONFIG cluster, beyond what any NPURunConfig checks: one chief
+    (or one legacy 'master', then no chief and no evaluator), an explicit task index, and without a cluster
+    only worker 0."""
+    cluster, task = tf_config.get("cluster") or {}, tf_config.get("task") or {}
+    if not isinstance(cluster, dict) or not isinstance(task, dict):
+        return  # NPURunConfig reports a malformed TF_CONFIG
+    if not cluster:
+        if task.get("type", "worker") != "worker":
+            raise ValueError('environment variable TF_CONFIG: If "cluster" is not set in TF_CONFIG, task type '
+                             f'must be WORKER (got {task["type"]!r})')
+        if task.get("index", 0) != 0:
+            raise ValueError('environment variable TF_CONFIG: If "cluster" is not set in TF_CONFIG, task index '
+                             f'must be 0 (got {task["index"]!r})')
+        return
+    chief = "master" if "master" in cluster else "chief"
+    if chief == "master" and "chief" in cluster:
+        raise ValueError("environment variable TF_CONFIG: If `master` node exists in `cluster`, job `chief` is "
+                         "not supported.")
+    if chief not in cluster:
+        raise ValueError(f'environment variable TF_CONFIG: If "cluster" is set in TF_CONFIG, it must have one '
+                         f'"{chief}" node.')
+    if len(cluster[chief]) > 1:
+        raise ValueError(f'environment variable TF_CONFIG: The "cluster" in TF_CONFIG must have only one '
+                         f'"{chief}" node.')
+    if task.get("type") and task.get("index") is None:
+        raise ValueError('environment variable TF_CONFIG: If "cluster" is set in TF_CONFIG, task index must be '
+                         'set.')
+    if chief == "master" and task.get("type") == "evaluator":
+        raise ValueError("environment variable TF_CONFIG: If `master` node exists in `cluster`, task_type "
+                         "`evaluator` is not supported.")
 
 
 def _check_device_fn(device_fn):
@@ -101,6 +139,11 @@ def _check_device_fn(device_fn):
 
 class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
     """`tf.estimator.RunConfig(model_dir, tf_random_seed, ...)` as an NPURunConfig (see the module doc)."""
+
+    # A TF_CONFIG cluster with 'ps' tasks and no strategy is described (task_type, cluster_spec, ...);
+    # training in it is the error (NPUEstimator.train), not making the config.
+    RULES = tuple(rules.parameter_servers_when_training if rule is rules.parameter_servers else rule
+                  for rule in NPURunConfig.RULES)
 
     def __init__(self, *args, **kwargs):
         names = [name for name, _ in TF_RUN_CONFIG_PARAMETERS]
@@ -126,15 +169,24 @@ class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
                 raise TypeError(f"RunConfig() got an unexpected keyword argument {name!r}")
         _check_device_fn(kept.get("device_fn"))
         _tf_checks(options)
+        _check_tf_cluster(tf_config)
         if "model_dir" in tf_config:
+            if tf_config["model_dir"] == "":
+                raise ValueError("RunConfig: model_dir in TF_CONFIG should be non-empty.")
             if options.get("model_dir") is not None and os.fspath(options["model_dir"]) != tf_config["model_dir"]:
-                raise ValueError(f"model_dir are set both in constructor and TF_CONFIG, but with different values: "
-                                 f"{options['model_dir']!r} and {tf_config['model_dir']!r}")
+                raise ValueError(f"RunConfig: `model_dir` provided in RunConfig construct, if set, must have the "
+                                 f"same value as the model_dir in TF_CONFIG. (model_dir are set both in constructor "
+                                 f"and TF_CONFIG, but with different values: {options['model_dir']!r} and "
+                                 f"{tf_config['model_dir']!r})")
             options["model_dir"] = tf_config["model_dir"]
         service = tf_config.get("service")
         if service is not None and not isinstance(service, dict):
             raise TypeError(f'If "service" is set in TF_CONFIG, it must be a dict. Given {type(service)}')
         options.setdefault("save_summary_steps", defaults["save_summary_steps"])
+        # tf.estimator takes None for these (no summaries; Saver's default) and reports None back.
+        given_none = {name for name in _NONE_MEANS if name in options and options[name] is None}
+        for name in given_none:
+            options[name] = _NONE_MEANS[name]
         steps = options.get("save_checkpoints_steps", _DEFAULT)
         secs = options.get("save_checkpoints_secs", _DEFAULT)
         self_disabled = False
@@ -157,8 +209,17 @@ class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
         self._tf_given = given
         self._kept = {name: kept.get(name, defaults[name]) for name in _KEPT}
         self._checkpoints_disabled = self_disabled
+        self._given_none = given_none
         self._session_master = tf_config.get("session_master")
         self._service = service
+
+    def __setattr__(self, name, value):
+        # tf.estimator's RunConfig settings are read-only, but code may hang attributes of its own on it
+        # (model_fn(config=...) then reads them back).
+        if not name.startswith("_") and name not in self.OPTIONS and not hasattr(type(self), name):
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
 
     def replace(self, **changes) -> "RunConfig":
         """A new RunConfig with `changes`; replacing one checkpoint interval drops the other."""
@@ -177,7 +238,13 @@ class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
             arguments.pop("model_dir")  # TF_CONFIG's model_dir, re-read; a different one is an error
             if changes["model_dir"] is not None:
                 arguments["model_dir"] = changes["model_dir"]
-        return type(self)(**arguments)
+        # Built through RunConfig's own signature, then carried into a copy of this object: a subclass
+        # with another __init__ (tf.estimator code subclasses RunConfig to override is_chief, ...) keeps
+        # its type and its own attributes, as tf.estimator's copy-based replace does.
+        rebuilt = RunConfig(**arguments)
+        result = copy.copy(self)
+        result.__dict__.update(rebuilt.__dict__)
+        return result
 
     # ---- what tf.estimator.RunConfig exposes beyond NPURunConfig -----------------------------------
     @property
@@ -187,6 +254,15 @@ class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
     @property
     def save_checkpoints_secs(self):
         return None if self._checkpoints_disabled else self.options["save_checkpoints_secs"]
+
+    @property
+    def save_summary_steps(self):
+        return None if "save_summary_steps" in self._given_none else self.options["save_summary_steps"]
+
+    @property
+    def keep_checkpoint_every_n_hours(self):
+        return None if "keep_checkpoint_every_n_hours" in self._given_none \
+            else self.options["keep_checkpoint_every_n_hours"]
 
     # An evaluator task is not part of the training cluster (tf.estimator's rule).
     def _is_evaluator(self) -> bool:

@@ -53,10 +53,13 @@ class ClusterInfo:
 
     @property
     def global_id_in_cluster(self) -> int:
-        """0 for the chief, then workers, in the order tf.estimator uses."""
+        """0 for the chief, then the other jobs' tasks in tf.estimator's order: the jobs other than
+        chief/master and ps sorted by name, ps last."""
         if not self.cluster:
             return self.rank_id or 0
-        order = [job for job in ("chief", "master") if job in self.cluster] + ["worker"]
+        leaders = [job for job in ("chief", "master") if job in self.cluster]
+        others = sorted(job for job in self.cluster if job not in ("chief", "master", "ps", "evaluator"))
+        order = leaders + (others or ["worker"]) + ["ps"]
         offset = 0
         for job in order:
             if job == self.task_type:
@@ -90,13 +93,17 @@ def read_cluster(environ: Mapping[str, str] = os.environ) -> ClusterInfo:
     task_type = task.get("type", "worker" if not cluster else None)
     task_id = task.get("index", 0)
     if cluster:
+        # tf.estimator.RunConfig's sentences are kept inside these messages: code matches on them.
         if task_type is None:
-            raise ValueError("environment variable TF_CONFIG: a 'cluster' needs a 'task' with 'type' and 'index'")
+            raise ValueError("environment variable TF_CONFIG: If \"cluster\" is set in TF_CONFIG, task type must "
+                             "be set (a 'cluster' needs a 'task' with 'type' and 'index')")
+        if isinstance(task_id, int) and task_id < 0:
+            raise ValueError(f"environment variable TF_CONFIG: Task index must be non-negative number. "
+                             f"(got {task_id} for job {task_type!r})")
         if task_type != "evaluator" and task_type not in cluster:
-            raise ValueError(f"environment variable TF_CONFIG: task type {task_type!r} is not a job of the "
-                             f"cluster ({', '.join(sorted(cluster))})")
-        if not isinstance(task_id, int) or task_id < 0 or (
-                task_type in cluster and task_id >= len(cluster[task_type])):
-            raise ValueError(f"environment variable TF_CONFIG: task index {task_id!r} is out of range for job "
-                             f"{task_type!r}")
+            raise ValueError(f"environment variable TF_CONFIG: {task_type} is not a valid task_type in the "
+                             f"cluster_spec: it is not a job of the cluster ({', '.join(sorted(cluster))})")
+        if not isinstance(task_id, int) or (task_type in cluster and task_id >= len(cluster[task_type])):
+            raise ValueError(f"environment variable TF_CONFIG: {task_id} is not a valid task_id for task_type "
+                             f"{task_type} in the cluster_spec (out of range for job {task_type!r})")
     return ClusterInfo(cluster=cluster, task_type=task_type, task_id=task_id, rank_id=rank_id)

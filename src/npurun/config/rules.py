@@ -118,9 +118,21 @@ def parameter_servers(values: Values, cluster: ClusterInfo) -> list:
     if has_strategy and not cluster.cluster:
         raise OptionConflictError(("distribute",), "a ParameterServerStrategy needs a cluster in the TF_CONFIG "
                                   "environment variable (none is set)")
-    if not has_strategy and cluster.num_ps_replicas:
+    check_ps_tasks_have_strategy(values, cluster)
+    return []
+
+
+def check_ps_tasks_have_strategy(values: Values, cluster: ClusterInfo) -> None:
+    if values["distribute"] is None and cluster.num_ps_replicas:
         raise OptionConflictError(("distribute",), "TF_CONFIG describes a cluster with 'ps' tasks: pass "
                                   "distribute=<a ParameterServerStrategy>")
+
+
+def parameter_servers_when_training(values: Values, cluster: ClusterInfo) -> list:
+    """`parameter_servers` without the 'ps' tasks check, which `check_ps_tasks_have_strategy` makes at training:
+    tf.estimator.RunConfig describes any TF_CONFIG cluster (tools read its task and cluster properties)."""
+    if values["distribute"] is not None and not cluster.cluster:
+        return parameter_servers(values, cluster)
     return []
 
 

@@ -34,6 +34,7 @@ class NPURunConfig(Configurable):
 
     OPTIONS = OPTIONS
     OWNER = "NPURunConfig"
+    RULES = RULES  # a subclass may defer a rule to where it matters (tf.estimator.RunConfig: the 'ps' one)
 
     def __init__(self, **options: Any):
         arguments = dict(options)
@@ -47,7 +48,7 @@ class NPURunConfig(Configurable):
                 notes.append(f"{name}: keyword argument {values[name]!r} wins over {value!r} from the "
                              f"session_config's NpuOptimizer entry")
         cluster = read_cluster()
-        for rule in RULES:
+        for rule in self.RULES:
             notes.extend(rule(values, cluster))
         notes.extend(_kind_notes(values))
         if values["save_checkpoints_steps"] is None and values["save_checkpoints_secs"] is None:

@@ -9,6 +9,7 @@ on `plan.target` (this process's server in a distributed run, else in-process); 
 from __future__ import annotations
 
 import contextlib
+import glob
 import itertools
 import logging
 import os
@@ -39,6 +40,29 @@ def summary_writer(directory: str, graph=None):
     suffix = f".{os.getpid()}.{next(_writer_ids):06d}"
     with (graph or tf.Graph()).as_default():  # FileWriter refuses to start in eager mode
         return _v1.summary.FileWriter(directory, graph=graph, filename_suffix=suffix)
+
+
+# Evaluation directory -> (writer, its event-file suffix): one event file per directory and process.
+_eval_writers: dict = {}
+
+
+def write_eval_summary(directory: str, summary, step: int) -> None:
+    """Add an evaluation's summary to this process's event file of `directory`.
+
+    tf.estimator keeps one writer per directory (FileWriterCache), so every evaluation of a process
+    (evaluate() calls, InMemoryEvaluatorHook runs) lands in one event file; tools that read only the
+    newest event file of an eval directory see them all. A file removed meanwhile starts a new one.
+    """
+    key = os.path.realpath(directory)
+    cached = _eval_writers.get(key)
+    if cached is None or not glob.glob(os.path.join(glob.escape(key), "*" + cached[1])):
+        if cached is not None:
+            cached[0].close()
+        suffix = f".{os.getpid()}.{next(_writer_ids):06d}"
+        with tf.Graph().as_default():  # FileWriter refuses to start in eager mode
+            cached = _eval_writers[key] = (_v1.summary.FileWriter(directory, filename_suffix=suffix), suffix)
+    cached[0].add_summary(summary, step)
+    cached[0].flush()
 
 
 def check_model_fn(model_fn: Callable) -> None:
@@ -111,7 +135,8 @@ def call_model_fn(model_fn, features, labels, mode, params, config) -> Estimator
     """Call model_fn with the arguments it names; check what it returns."""
     names = fn_args(model_fn)
     if labels is not None and "labels" not in names and mode != ModeKeys.PREDICT:
-        raise ValueError("input_fn returns labels but model_fn does not take a `labels` argument")
+        raise ValueError("model_fn does not take labels, but input_fn returns labels (model_fn has no `labels` "
+                         "argument)")
     available = {"features": features, "labels": labels, "mode": mode, "params": params, "config": config}
     spec = call_with_accepted(model_fn, available, "model_fn")
     if not isinstance(spec, EstimatorSpec):

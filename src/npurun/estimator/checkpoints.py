@@ -101,7 +101,8 @@ def read_newest(model_dir: str, read: Callable[[str], object]):
         except (tf.errors.NotFoundError, OSError):
             if has_files(prefix):
                 raise
-    raise ValueError(f"No checkpoint in {model_dir}: train the model first")
+    raise ValueError(f"Could not find trained model in model_dir: {model_dir} (no checkpoint: train the model "
+                     f"first)")  # tf.estimator's sentence first, for code that matches on it
 
 
 def resolve(path: str) -> Optional[str]:

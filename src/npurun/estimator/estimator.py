@@ -9,7 +9,7 @@ from typing import Callable, Optional
 import numpy as np
 import tensorflow as tf
 
-from ..config import NPURunConfig
+from ..config import NPURunConfig, rules
 from ..debug.exception_dump import exception_dump
 from ..distribute import errors as distribute_errors
 from ..runtime.plan import build_plan
@@ -51,7 +51,8 @@ class NPUEstimator:
         if config is None:
             config = NPURunConfig()
         if not isinstance(config, NPURunConfig):
-            raise ValueError(f"NPUEstimator: config must be an npurun.NPURunConfig; got {type(config).__name__}")
+            raise ValueError(f"NPUEstimator: config must be an instance of `RunConfig` (an npurun.NPURunConfig); "
+                             f"got {type(config).__name__}")
         building.check_model_fn(model_fn)
         if job_start_file:
             warnings.warn("NPUEstimator: job_start_file has no effect here (the cluster comes from TF_CONFIG / "
@@ -113,6 +114,7 @@ class NPUEstimator:
                              "graph_run_mode=1 (NPURunConfig)")
         tf_conformance.check_steps(steps, max_steps)
         tf_conformance.check_listeners(saving_listeners)
+        rules.check_ps_tasks_have_strategy(self._config.options, self._config.cluster)
         hooks = check_hooks(hooks, "NPUEstimator.train", _HOOKS_WORDING)
         if max_steps is not None:
             latest = checkpoints.latest_checkpoint(self._model_dir)
@@ -315,24 +317,22 @@ def _run_until_end(sess, runner, update, steps, options):
 
 
 def _write_eval_summaries(directory, results):
-    writer = building.summary_writer(directory)
-    try:
-        values = [_v1.Summary.Value(tag=key, simple_value=float(value)) for key, value in results.items()
-                  if key != "global_step" and np.ndim(value) == 0]
-        writer.add_summary(_v1.Summary(value=values), results["global_step"])
-    finally:
-        writer.close()
+    values = [_v1.Summary.Value(tag=key, simple_value=float(value)) for key, value in results.items()
+              if key != "global_step" and np.ndim(value) == 0]
+    building.write_eval_summary(directory, _v1.Summary(value=values), results["global_step"])
 
 
 def _select(predictions, keys):
     if keys is None:
         return predictions
     if not isinstance(predictions, dict):
-        raise ValueError("predict_keys given, but model_fn's predictions is not a dict")
+        raise ValueError("predict_keys argument is not valid in case of non-dict predictions: predict_keys given, "
+                         "but model_fn's predictions is not a dict")
     keys = [keys] if isinstance(keys, str) else list(keys)
     missing = [k for k in keys if k not in predictions]
     if missing:
-        raise ValueError(f"predict_keys {missing} are not in the predictions ({sorted(predictions)})")
+        raise ValueError(f"Expected to run at least one output from {sorted(predictions)}, provided {missing}: "
+                         f"predict_keys {missing} are not in the predictions")
     return {k: predictions[k] for k in keys}
 
 
@@ -340,7 +340,8 @@ def _examples(batch):
     if isinstance(batch, dict):
         sizes = {key: np.shape(value)[0] if np.ndim(value) else None for key, value in batch.items()}
         if None in sizes.values() or len(set(sizes.values())) != 1:
-            raise ValueError(f"yield_single_examples needs every prediction to have the same batch dimension; "
+            raise ValueError(f"Batch length of predictions should be same: yield_single_examples needs every "
+                             f"prediction to have the same batch dimension; "
                              f"got {sizes}")
         size = next(iter(sizes.values()))
         for i in range(size):

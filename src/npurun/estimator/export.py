@@ -46,8 +46,33 @@ class ServingInputReceiver(collections.namedtuple(
     def __new__(cls, features, receiver_tensors, receiver_tensors_alternatives=None):
         if features is None:
             raise ValueError("ServingInputReceiver: features must be defined")
-        return super().__new__(cls, _as_dict(features, SINGLE_FEATURE_KEY), *_receivers(
+        features = _checked_tensors("ServingInputReceiver", _as_dict(features, SINGLE_FEATURE_KEY), "feature",
+                                    allow_int_keys=True)
+        return super().__new__(cls, features, *_receivers(
             "ServingInputReceiver", receiver_tensors, receiver_tensors_alternatives))
+
+
+def _labeled_tensor(value) -> bool:
+    """A wrapper with a `.tensor` that converts to a Tensor (LabeledTensor): tf.estimator accepts it too."""
+    if not hasattr(value, "tensor"):
+        return False
+    try:
+        tf.convert_to_tensor(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _checked_tensors(what, tensors, label, allow_int_keys=False):
+    """`tensors` (a dict) with tf.estimator's checks: string (or int) keys, Tensor/SparseTensor/RaggedTensor values."""
+    for name, tensor in tensors.items():
+        if not isinstance(name, str) and not (allow_int_keys and isinstance(name, int)):
+            allowed = "strings or ints" if allow_int_keys else "strings"
+            raise ValueError(f"{what}: {label} keys must be {allowed}: {name!r}")
+        if not isinstance(tensor, (tf.Tensor, tf.SparseTensor, tf.RaggedTensor)) and not _labeled_tensor(tensor):
+            raise ValueError(f"{what}: {label} {name} must be a Tensor, SparseTensor, or RaggedTensor. Got "
+                             f"{tensor!r}")
+    return tensors
 
 
 def _receivers(what, receiver_tensors, alternatives):
@@ -56,9 +81,7 @@ def _receivers(what, receiver_tensors, alternatives):
     receiver_tensors = _as_dict(receiver_tensors, SINGLE_RECEIVER_KEY)
     if not receiver_tensors:
         raise ValueError(f"{what}: receiver_tensors must not be empty")
-    for name in receiver_tensors:
-        if not isinstance(name, str):
-            raise ValueError(f"{what}: receiver_tensors keys must be strings: {name!r}")
+    _checked_tensors(what, receiver_tensors, "receiver_tensor")
     if alternatives is not None and not isinstance(alternatives, dict):
         raise ValueError(f"{what}: receiver_tensors_alternatives must be a dict: {alternatives!r}")
     return receiver_tensors, {name: _as_dict(t, SINGLE_RECEIVER_KEY) for name, t in (alternatives or {}).items()}
@@ -83,6 +106,10 @@ class SupervisedInputReceiver(collections.namedtuple(
     """Features and labels fed from `receiver_tensors` (for exporting training/evaluation graphs)."""
 
     def __new__(cls, features, labels, receiver_tensors):
+        for given, label in ((features, "feature"), (labels, "label")):
+            if given is None:
+                raise ValueError(f"SupervisedInputReceiver: {label}s must be defined")
+            _checked_tensors("SupervisedInputReceiver", _as_dict(given, label), label, allow_int_keys=True)
         receiver_tensors, _ = _receivers("SupervisedInputReceiver", receiver_tensors, None)
         return super().__new__(cls, features, labels, receiver_tensors)
 

@@ -14,7 +14,7 @@ import tempfile
 
 import tensorflow as tf
 
-from .spec import check_hooks
+from .spec import ModeKeys, check_hooks
 
 _v1 = tf.compat.v1
 
@@ -38,12 +38,39 @@ class InMemoryEvaluatorHook(_v1.train.SessionRunHook):
         self.results = []  # every evaluation's result, in order
 
     def begin(self):
+        self._check_evaluation_scaffold()
         self._iterations = 0
         self._saver = _v1.train.Saver(sharded=False, max_to_keep=1, allow_empty=True)
         self._directory = tempfile.mkdtemp(prefix="npurun_in_memory_eval_")
 
     def after_create_session(self, session, coord):
+        # Only global variables travel to the evaluation (tf.estimator's rule; an evaluation whose
+        # state cannot be carried would evaluate something else than the model being trained).
+        if _v1.get_collection(_v1.GraphKeys.SAVEABLE_OBJECTS):
+            raise ValueError("InMemoryEvaluator does not support saveables other than global variables "
+                             "(the training graph has SAVEABLE_OBJECTS)")
         self._evaluate(session)
+
+    def _check_evaluation_scaffold(self):
+        """The evaluation model's Scaffold may not bring its own saver or init_fn (tf.estimator's rule: the
+        training values, not a restore or an initialisation of its own, are what is evaluated)."""
+        from .building import call_model_fn
+        from .inputs import call_with_accepted, make_input
+
+        estimator = self._estimator
+        with tf.Graph().as_default():
+            _v1.train.create_global_step()
+            available = {"mode": ModeKeys.EVAL, "params": estimator.params, "config": estimator.config}
+            given = make_input(call_with_accepted(self._input_fn, available, "input_fn"))
+            spec = call_model_fn(estimator.model_fn, given.features, given.labels, ModeKeys.EVAL, estimator.params,
+                                 estimator.config)
+        scaffold = spec.scaffold
+        if scaffold is not None and scaffold.saver is not None:
+            raise ValueError("InMemoryEvaluator does not support custom saver (the evaluation model's Scaffold "
+                             "has one)")
+        if scaffold is not None and scaffold.init_fn is not None:
+            raise ValueError("InMemoryEvaluator does not support custom init_fn (the evaluation model's Scaffold "
+                             "has one)")
 
     def after_run(self, run_context, run_values):
         self._iterations += 1

@@ -64,7 +64,8 @@ def split_element(element):
             return element[0], element[1]
         if len(element) == 1:
             return element[0], None
-        raise ValueError(f"input_fn must give features or (features, labels); got a tuple of {len(element)}")
+        raise ValueError(f"input_fn should return (features, labels) as a len 2 tuple: input_fn must give "
+                         f"features or (features, labels); got a tuple of {len(element)}")
     return element, None
 
 

@@ -22,7 +22,8 @@ def resolve_model_dir(from_config, from_estimator) -> str:
     if from_config is not None and from_estimator is not None:
         if _same_path(from_config, from_estimator):
             return str(from_estimator)
-        raise ValueError(f"model_dir differs between NPURunConfig ({from_config!r}) and NPUEstimator "
+        raise ValueError(f"`model_dir` are set both in constructor and `RunConfig`, but with different values: "
+                         f"model_dir differs between NPURunConfig ({from_config!r}) and NPUEstimator "
                          f"({from_estimator!r}); set it in one place or make them equal")
     chosen = from_estimator if from_estimator is not None else from_config
     if chosen is not None:

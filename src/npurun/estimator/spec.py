@@ -129,6 +129,9 @@ def check_hooks(hooks, where, wording="All hooks must be SessionRunHook instance
     return hooks
 
 
+_SPEC_HOOKS_WORDING = "All hooks must be `SessionRunHook` instances, given:"  # TrainSpec/EvalSpec's words
+
+
 def _positive_int(value, name, allow_none=True):
     if value is None and allow_none:
         return None
@@ -150,11 +153,11 @@ class TrainSpec(collections.namedtuple("TrainSpec", ["input_fn", "max_steps", "h
                 saving_listeners: Sequence = ()):
         _callable_input_fn(input_fn, "TrainSpec")
         max_steps = _positive_int(max_steps, "max_steps")
-        hooks = check_hooks(hooks, "TrainSpec.hooks")
+        hooks = check_hooks(hooks, "TrainSpec.hooks", _SPEC_HOOKS_WORDING)
         listeners = list(saving_listeners or ())
         for listener in listeners:
             if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
-                raise TypeError(f"TrainSpec: All saving_listeners must be CheckpointSaverListener instances, "
+                raise TypeError(f"TrainSpec: All saving_listeners must be `CheckpointSaverListener` instances, "
                                 f"given: {listener!r}")
         return super().__new__(cls, input_fn, max_steps, tuple(hooks), tuple(listeners))
 
@@ -177,7 +180,7 @@ class EvalSpec(collections.namedtuple(
         steps = _positive_int(steps, "steps")
         if name is not None and not isinstance(name, str):
             raise TypeError(f"EvalSpec: `name` must be string, given: {name!r}")
-        hooks = check_hooks(hooks, "EvalSpec.hooks")
+        hooks = check_hooks(hooks, "EvalSpec.hooks", _SPEC_HOOKS_WORDING)
         for label, value in (("start_delay_secs", start_delay_secs), ("throttle_secs", throttle_secs)):
             if value is None or value < 0:
                 raise ValueError(f"EvalSpec: Must specify {label} >= 0, given: {value!r}")
@@ -190,8 +193,14 @@ class EvalSpec(collections.namedtuple(
             if not (hasattr(exporter, "export") and hasattr(exporter, "name")):
                 raise TypeError(f"EvalSpec: `exporters` must be an Exporter, an iterable of Exporter, or `None`, "
                                 f"found {exporter!r}")
-            if exporter.name is None or exporter.name in names:
-                raise ValueError("EvalSpec: `exporters` must have unique names. Such a name cannot be `None`.")
+            if not exporter.name:
+                raise ValueError(f"EvalSpec: An Exporter cannot have a name that is `None` or empty. All exporter "
+                                 f"names: {[e.name for e in exporters]}")
+            if not isinstance(exporter.name, str):
+                raise ValueError(f"EvalSpec: An Exporter must have a string name. Given: {type(exporter.name)}")
+            if exporter.name in names:
+                raise ValueError(f"EvalSpec: `exporters` must have unique names. Such a name cannot be `None`. "
+                                 f"All exporter names: {[e.name for e in exporters]}")
             names.add(exporter.name)
         return super().__new__(cls, input_fn, steps, name, tuple(hooks), tuple(exporters),
                                start_delay_secs, throttle_secs)

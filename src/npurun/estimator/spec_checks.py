@@ -14,6 +14,9 @@ _v1 = tf.compat.v1
 
 
 def _is_tensor(value) -> bool:
+    # A SparseTensor is not a Tensor for EstimatorSpec (tf.estimator's rule: loss and predictions are dense).
+    if isinstance(value, (tf.SparseTensor, _v1.SparseTensorValue)):
+        return False
     return isinstance(value, tf.Tensor) or (tf.is_tensor(value) and hasattr(value, "graph"))
 
 
@@ -64,7 +67,7 @@ def predictions(value, mode):
     items = value.items() if isinstance(value, dict) else [(None, value)]
     for key, tensor in items:
         what = "predictions" if key is None else f"predictions[{key}]"
-        if not (_is_tensor(tensor) or isinstance(tensor, tf.SparseTensor)):
+        if not _is_tensor(tensor):
             raise TypeError(f"{what} must be Tensor, given: {tensor!r}")
         _in_default_graph(tensor, "prediction values")
     return value
