@@ -21,10 +21,26 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-@pytest.fixture(scope="session", params=["onednn-off", "onednn-on"])
-def both_onednn(request, tmp_path_factory):
-    """The probes of tests/*/probes.py, observed in a child process with TF_ENABLE_ONEDNN_OPTS=0 and one
-    with =1 (see onednn_probes.py): tests taking this fixture run under both settings on any machine."""
+@pytest.fixture(scope="session")
+def _onednn_probe_runs(tmp_path_factory):
+    """One child process per setting, run when a test first asks for that setting, shared by all."""
     import onednn_probes
 
-    return onednn_probes.run(request.param, tmp_path_factory.mktemp(request.param))
+    runs = {}
+
+    def run(setting):
+        if setting not in runs:
+            runs[setting] = onednn_probes.run(setting, tmp_path_factory.mktemp(setting))
+        return runs[setting]
+
+    return run
+
+
+# Parametrised at function scope on purpose: a parametrised *session* fixture makes pytest regroup the
+# tests that use it across directories, which ran tests/runtime (whose conftest switches the process to
+# graph mode for the rest of the session) before the estimator tests that need eager execution.
+@pytest.fixture(params=["onednn-off", "onednn-on"])
+def both_onednn(request, _onednn_probe_runs):
+    """The probes of tests/*/probes.py, observed in a child process with TF_ENABLE_ONEDNN_OPTS=0 and one
+    with =1 (see onednn_probes.py): tests taking this fixture run under both settings on any machine."""
+    return _onednn_probe_runs(request.param)
