@@ -23,8 +23,9 @@ def test_featureless_cpu_says_float32_and_how_to_force(capsys, cpu_features, no_
     assert "real float16 numerics with NPURUN_FORCE_LOW_PRECISION=1" in here
 
 
-def test_amx_cpu_says_bfloat16(capsys, cpu_features, no_gpu):
+def test_amx_cpu_says_bfloat16(capsys, cpu_features, no_gpu, monkeypatch):
     cpu_features(avx512_bf16=True, amx_bf16=True)
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")  # as TensorFlow has it on an AMX CPU (the bf16 rewrite needs it)
     here = precision_row(capsys, "--set", "precision_mode=allow_mix_precision_bf16")
     assert "here: bfloat16 on the CPU (this CPU has AMX-BF16" in here
 
