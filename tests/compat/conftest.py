@@ -8,6 +8,8 @@ import pytest
 
 import npurun.compat as compat
 
+from . import tf215_env
+
 SCRIPTS = Path(__file__).parent / "scripts"
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,3 +32,11 @@ def run_compat(*args, cwd=None, timeout=600, env=None):
     environment = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
     return subprocess.run([sys.executable, "-m", "npurun.compat", *map(str, args)], cwd=cwd, env=environment,
                           capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def tf215_python():
+    try:
+        return tf215_env.ensure()
+    except RuntimeError as error:
+        pytest.fail(f"TensorFlow 2.15 reference environment unavailable: {error}")

@@ -6,16 +6,7 @@ import subprocess
 
 import pytest
 
-from . import tf215_env
 from .conftest import SCRIPTS, run_compat
-
-
-@pytest.fixture(scope="session")
-def tf215_python():
-    try:
-        return tf215_env.ensure()
-    except RuntimeError as error:
-        pytest.fail(f"TensorFlow 2.15 reference environment unavailable: {error}")
 
 
 def _observed(output):
