@@ -270,6 +270,17 @@ NPU_RNN = {
                               "the cell over time-major inputs, unrolled with tf.compat.v1.nn.static_rnn (as the "
                               "adapter does)"),
 }
+_DYNAMIC_RNN = "npurun.compat.npu_dynamic_rnn"
+NPU_DYNAMIC_RNN = {
+    "DynamicRNN": Mapped(f"{_DYNAMIC_RNN}:DynamicRNN",
+                         "the fused LSTM as a tf.scan over time: same variables (one [input+hidden, 4*hidden] "
+                         "weight, gates i, j, f, o), same 8 time-major outputs; forward, reverse and bidirectional"),
+    "DynamicGRUV2": Mapped(f"{_DYNAMIC_RNN}:DynamicGRUV2",
+                           "the fused GRU (reset after the hidden product) as a tf.scan over time: same variables "
+                           "and 6 time-major outputs"),
+    "DynamicAUGRU": Unsupported("the attention-update GRU kernel is not written here yet (2 ModelZoo folders, "
+                                "DIEN); its gate formula is not checked against the kernel"),
+}
 _UNSUPPORTED_MODULES = {
     "keras_to_npu": Unsupported(_NOT_KERAS3),
     "npu_strategy": Unsupported("the NPU tf.distribute strategy; npurun distributes through NPUEstimator "
@@ -384,7 +395,7 @@ MODULES: dict[str, AdapterModule] = {m.name: m for m in (
                   "Unary ops (`from npu_bridge.estimator.npu_unary_ops import npu_unary_ops`).", NPU_UNARY_OPS),
     _package("npu_bridge.estimator.npu", "Run config, estimator, optimizers, hooks and helpers.",
              "npu_config", "npu_estimator", "npu_optimizer", "npu_loss_scale_optimizer", "npu_loss_scale_manager",
-             "npu_hook", "util", "npu_scope", "npu_plugin", "npu_rnn", "npu_convert_dropout",
+             "npu_hook", "util", "npu_scope", "npu_plugin", "npu_rnn", "npu_dynamic_rnn", "npu_convert_dropout",
              unsupported={k: _UNSUPPORTED_MODULES[k] for k in ("keras_to_npu", "npu_strategy")}),
     AdapterModule("npu_bridge.estimator.npu.npu_config", "Run configuration.", NPU_CONFIG),
     AdapterModule("npu_bridge.estimator.npu.npu_estimator", "The estimator.", NPU_ESTIMATOR),
@@ -396,6 +407,8 @@ MODULES: dict[str, AdapterModule] = {m.name: m for m in (
     AdapterModule("npu_bridge.estimator.npu.npu_scope", "Graph scopes.", NPU_SCOPE),
     AdapterModule("npu_bridge.estimator.npu.npu_plugin", "NPU device resources.", NPU_PLUGIN),
     AdapterModule("npu_bridge.estimator.npu.npu_rnn", "RNN helpers.", NPU_RNN),
+    AdapterModule("npu_bridge.estimator.npu.npu_dynamic_rnn", "Fused RNN layers (10 ModelZoo folders: LSTM, "
+                  "Siamese, GNMT, Tacotron2, CNN-CTC, ...).", NPU_DYNAMIC_RNN),
     AdapterModule("npu_bridge.estimator.npu.npu_convert_dropout",
                   "Imported for its side effect (15 ModelZoo folders): on Ascend it swaps tf.nn.dropout / "
                   "tf.layers.dropout for the NPU's dropout kernel, the same computation. Here importing it "
