@@ -45,6 +45,8 @@ class InnerFetches:
     def __init__(self, graph, known: list, where: str):
         self.graph = graph
         self.known = {_key(k): v for k, v in known}
+        self.known_names = {k.name: v for k, v in known if isinstance(k, tf.Tensor)}
+        self._inner_graphs = {k.graph for k, _ in known if isinstance(k, tf.Tensor)} - {graph}
         self.where = where
         self.held = []  # (hook, inner tensor or op it holds that has no host-side value)
         self._cache = {}
@@ -99,12 +101,33 @@ class InnerFetches:
             try:
                 element = self.graph.as_graph_element(fetch)
             except (KeyError, ValueError):
-                return fetch  # not in the outer graph: let Session.run report it
+                return self._by_name_in_loop(hook, fetch)
         if isinstance(element, (tf.Tensor, tf.Operation)) and is_inner(element, self.graph):
             known = self.known.get(_key(element))
             if known is None:
                 raise self._error(hook, element)
             return known
+        return fetch
+
+    def _by_name_in_loop(self, hook, fetch: str):
+        """A fetch by the name model_fn gave a tensor ('loss/total_loss:0', as BERT-style hooks fetch it): on
+        Ascend the graph is model_fn's as written; here model_fn's tensors are in the loop body (a function graph
+        of its own, or under the loop's name scope). The
+        loss gets its host-side value; another tensor of the loop, InnerTensorError; else Session.run reports it."""
+        name = fetch if ":" in fetch else f"{fetch}:0"
+        for inner_name, outer in self.known_names.items():
+            if inner_name == name or inner_name.endswith("/" + name):
+                return outer
+        op_name = name.rpartition(":")[0]
+        for op in self.graph.get_operations():  # control flow v1: the body's ops are in this graph
+            if (op.name == op_name or op.name.endswith("/" + op_name)) and is_inner(op, self.graph):
+                raise self._error(hook, op)
+        for graph in self._inner_graphs:  # control flow v2: the body is a function graph of its own
+            try:
+                element = graph.as_graph_element(name)
+            except (KeyError, ValueError):
+                continue
+            raise self._error(hook, element)
         return fetch
 
     def _error(self, hook, element) -> InnerTensorError:
