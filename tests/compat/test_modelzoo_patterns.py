@@ -61,3 +61,44 @@ def test_a_hook_fetching_the_loss_by_name_gets_the_loss_in_a_device_loop(tmp_pat
 def test_a_hook_fetching_another_loop_tensor_by_name_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="_LossByNameHook fetches loss/per_example.*inside the device loop"):
         _estimator(tmp_path).train(_input_fn, max_steps=8, hooks=[_LossByNameHook("loss/per_example:0")])
+
+
+def _official_model_fn(features, labels, mode):
+    """As official-models ResNet's resnet_model_fn: tensors named for the LoggingTensorHook the script adds."""
+    weights = v1.get_variable("w", [3, 2], initializer=v1.zeros_initializer())
+    logits = tf.matmul(features["x"], weights)
+    cross_entropy = v1.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+    tf.identity(cross_entropy, name="cross_entropy")
+    learning_rate = v1.train.exponential_decay(0.5, v1.train.get_global_step(), 10, 0.5)
+    tf.identity(learning_rate, name="learning_rate")
+    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1, output_type=tf.int32), labels), tf.float32))
+    tf.identity(accuracy, name="train_accuracy")
+    train_op = v1.train.GradientDescentOptimizer(learning_rate).minimize(
+        cross_entropy, global_step=v1.train.get_global_step())
+    return EstimatorSpec(mode, loss=cross_entropy, train_op=train_op)
+
+
+class _Recorder(v1.train.LoggingTensorHook):
+    """LoggingTensorHook that also keeps what it logged."""
+
+    def __init__(self, tensors, every_n_iter):
+        super().__init__(tensors=tensors, every_n_iter=every_n_iter)
+        self.logged = []
+
+    def _log_tensors(self, tensor_values):
+        self.logged.append(dict(tensor_values))
+
+
+def test_a_logging_tensor_hook_naming_model_fn_tensors_logs_their_last_loop_values(tmp_path):
+    hook = _Recorder(tensors={name: name for name in ("learning_rate", "cross_entropy", "train_accuracy")},
+                     every_n_iter=1)
+    config = NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=10, save_checkpoints_steps=100,
+                          log_step_count_steps=None)
+    NPUEstimator(_official_model_fn, config=config).train(_input_fn, max_steps=30, hooks=[hook])
+    assert len(hook.logged) == 3  # one run per loop of 10 steps
+    # the learning rate of each loop's last step (steps 9, 19, 29: the value before the step's update)
+    np.testing.assert_allclose([v["learning_rate"] for v in hook.logged], [0.5 * 0.5 ** (s / 10) for s in (9, 19, 29)],
+                               rtol=1e-5)
+    # zero weights start at ln 2; each logged loss is a trained step's
+    assert all(v["cross_entropy"] < 0.5 * np.log(2) for v in hook.logged)
+    assert hook.logged[-1]["train_accuracy"] > 0.8

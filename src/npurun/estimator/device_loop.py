@@ -31,7 +31,7 @@ from typing import Any, Callable, List, Optional
 import numpy as np
 import tensorflow as tf
 
-from . import compiled_step, host_values
+from . import compiled_step, host_values, inner_fetches
 from .inputs import split_element
 from .spec import ModeKeys
 
@@ -55,6 +55,9 @@ class LoopOutputs:
     # the values of the iterations that ran.
     buffered_losses: Any = None
     buffered_host_values: List[Any] = None
+    # Tensors LoggingTensorHooks name by string ('learning_rate', 'loss/total_loss'), found in the loop body:
+    # (the tensor there, its last iteration's value outside), so the hooks log what they log on Ascend.
+    named: List[Any] = None
 
 
 def check_input(inp, iterations: int) -> None:
@@ -65,15 +68,18 @@ def check_input(inp, iterations: int) -> None:
                          f"a device loop. Return the dataset itself, or use iterations_per_loop=1")
 
 
-def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[Callable] = None) -> tuple:
+def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[Callable] = None,
+          hooks=()) -> tuple:
     """Build the loop; returns (the EstimatorSpec model_fn returned inside it, LoopOutputs).
 
     `compile_loop(fn, inputs)`, when given, builds `fn(*inputs)` as one XLA computation (see
     runtime.compilation.compile_step); the input is then read outside the loop: one get_next
     gives the N elements of the loop stacked (the dataset was batched by N), and iteration i
-    takes the i-th of them.
+    takes the i-th of them. Tensors that `hooks` (and model_fn's training hooks) name by string are kept
+    from the last iteration (`LoopOutputs.named`).
     """
     captured = {}
+    named = []  # (tensor in the body, its one-slot buffer)
     buffers: List[Any] = []
     # Slots 0..N-1: each iteration's loss; slot N: the iterations done in this run (exact in
     # float32), written by the same op, so a loop the input ended inside says how far it got.
@@ -86,6 +92,12 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
         captured.setdefault("spec", spec)
         captured.setdefault("host_call", host_call)
         updates = []
+        for tensor in inner_fetches.named_in_body(list(hooks) + list(spec.training_hooks)
+                                                  + list(spec.training_chief_hooks)):
+            if tensor.shape.is_fully_defined() and all(t is not tensor for t, _ in named):
+                slot = _buffer(f"named_{len(named)}", tensor, 1)
+                named.append((tensor, slot))
+                updates.append(_v1.scatter_update(slot, [0], tf.expand_dims(tensor, 0)))
         if host_call is not None:
             for k, tensor in enumerate(host_call[1]):
                 if len(buffers) <= k:
@@ -125,8 +137,10 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
         step_after = global_step.read_value()
         losses = loss_buffer.read_value()[:iterations]
         values = [buffer.read_value() for buffer in buffers]
+        last_named = [(tensor, slot.read_value()[0]) for tensor, slot in named]
     outputs = LoopOutputs(step_after, losses, tf.reduce_mean(losses), values, captured["host_call"],
-                          loss_buffer.read_value(), [buffer.read_value() for buffer in buffers])
+                          loss_buffer.read_value(), [buffer.read_value() for buffer in buffers],
+                          last_named)
     return captured["spec"], outputs
 
 

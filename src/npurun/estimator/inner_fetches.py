@@ -35,6 +35,26 @@ def is_inner(tensor_or_op, outer_graph) -> bool:
         return False
 
 
+def named_in_body(hooks) -> list:
+    """The tensors of the current graph (a loop body) that LoggingTensorHooks among `hooks` name by string
+    (official-models scripts log 'learning_rate', 'cross_entropy', 'train_accuracy' so)."""
+    graph = tf.compat.v1.get_default_graph()
+    found = []
+    for hook in hooks:
+        if not isinstance(hook, tf.compat.v1.train.LoggingTensorHook):
+            continue
+        for name in tf.nest.flatten(getattr(hook, "_tensors", {})):
+            if not isinstance(name, str):
+                continue
+            try:
+                element = graph.as_graph_element(name if ":" in name else f"{name}:0")
+            except (KeyError, ValueError):
+                continue
+            if isinstance(element, tf.Tensor):
+                found.append(element)
+    return found
+
+
 class InnerFetches:
     """Translates what hooks hold and fetch (module doc).
 
@@ -53,13 +73,18 @@ class InnerFetches:
 
     def adopt(self, hooks) -> None:
         """Before the hooks' begin(): in the attributes of each hook, replace the known inner
-        tensors (LoggingTensorHook's tensors, NanTensorHook's loss) by their host-side tensors.
+        tensors (LoggingTensorHook's tensors, NanTensorHook's loss) by their host-side tensors, and
+        LoggingTensorHook's names of them ('learning_rate', 'loss/total_loss') too.
         Other inner tensors are left alone (a hook may hold one without fetching it) and noted
         for `explain_begin_failure`."""
         for hook in hooks:
             for name, value in list(getattr(hook, "__dict__", {}).items()):
                 if not isinstance(value, (tf.Tensor, tf.Operation, dict, list, tuple)):
                     continue
+                if name == "_tensors" and isinstance(hook, tf.compat.v1.train.LoggingTensorHook) and any(
+                        isinstance(leaf, str) and self._known_name(leaf) is not None for leaf in tf.nest.flatten(value)):
+                    value = tf.nest.map_structure(self._known_name_or_same, value)
+                    setattr(hook, name, value)  # names of loop tensors -> their host-side values
                 try:
                     leaves = tf.nest.flatten(value)
                 except (TypeError, ValueError):
@@ -114,10 +139,10 @@ class InnerFetches:
         Ascend the graph is model_fn's as written; here model_fn's tensors are in the loop body (a function graph
         of its own, or under the loop's name scope). The
         loss gets its host-side value; another tensor of the loop, InnerTensorError; else Session.run reports it."""
+        known = self._known_name(fetch)
+        if known is not None:
+            return known
         name = fetch if ":" in fetch else f"{fetch}:0"
-        for inner_name, outer in self.known_names.items():
-            if inner_name == name or inner_name.endswith("/" + name):
-                return outer
         op_name = name.rpartition(":")[0]
         for op in self.graph.get_operations():  # control flow v1: the body's ops are in this graph
             if (op.name == op_name or op.name.endswith("/" + op_name)) and is_inner(op, self.graph):
@@ -129,6 +154,20 @@ class InnerFetches:
                 continue
             raise self._error(hook, element)
         return fetch
+
+    def _known_name_or_same(self, leaf):
+        known = self._known_name(leaf)
+        return leaf if known is None else known
+
+    def _known_name(self, fetch):
+        """The host-side value of the known loop tensor `fetch` names (as model_fn named it), else None."""
+        if not isinstance(fetch, str):
+            return None
+        name = fetch if ":" in fetch else f"{fetch}:0"
+        for inner_name, outer in self.known_names.items():
+            if inner_name == name or inner_name.endswith("/" + name):
+                return outer
+        return None
 
     def _error(self, hook, element) -> InnerTensorError:
         return InnerTensorError(

@@ -49,7 +49,8 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
             def build_loop(features, labels):
                 compile_loop = (lambda fn, inputs: compilation.compile_step(options, fn, inputs)) if whole else None
                 spec, holder["loop"] = device_loop.build(estimator, holder["input"], iterations,
-                                                         _v1.train.get_global_step(), compile_loop)
+                                                         _v1.train.get_global_step(), compile_loop,
+                                                         hooks=list(hooks) + list(plan.hooks))
                 return spec
             built = building.ModeGraph(estimator, ModeKeys.TRAIN, plan, features_outside_loop, build_loop)
         elif whole:
@@ -69,7 +70,8 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
             if iterations > 1 or whole:
                 where = "inside the device loop" if iterations > 1 else "inside the XLA-compiled step"
                 last_loss = program.losses[-1] if program.losses is not None else program.loss
-                inner = InnerFetches(graph, [(spec.loss, last_loss)], where)
+                named = holder["loop"].named if iterations > 1 else []
+                inner = InnerFetches(graph, [(spec.loss, last_loss)] + named, where)
             chief_hooks = list(spec.training_chief_hooks) if chief else []  # as tf.estimator: the chief only
             all_hooks = list(hooks) + list(spec.training_hooks) + chief_hooks + list(plan.hooks)
             if inner is not None:
