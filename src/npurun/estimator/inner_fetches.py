@@ -46,13 +46,24 @@ def named_in_body(hooks) -> list:
         for name in tf.nest.flatten(getattr(hook, "_tensors", {})):
             if not isinstance(name, str):
                 continue
-            try:
-                element = graph.as_graph_element(name if ":" in name else f"{name}:0")
-            except (KeyError, ValueError):
-                continue
+            element = _in_body(graph, name if ":" in name else f"{name}:0")
             if isinstance(element, tf.Tensor):
                 found.append(element)
     return found
+
+
+def _in_body(graph, name):
+    """The tensor model_fn named `name` in the loop body being built: a function graph of its own (control
+    flow v2) has it as named; in control flow v1 (TF 1 scripts) it is under the loop's name scope."""
+    scope = graph.get_name_scope()
+    for candidate in (name, f"{scope}/{name}" if scope else None):
+        if candidate is None:
+            continue
+        try:
+            return graph.as_graph_element(candidate)
+        except (KeyError, ValueError):
+            continue
+    return None
 
 
 class InnerFetches:
