@@ -49,7 +49,7 @@ def _estimator(tmp_path):
     return NPUEstimator(_classifier_model_fn, config=config)
 
 
-def test_a_hook_fetching_the_loss_by_name_gets_the_loss_in_a_device_loop(tmp_path):
+def test_a_hook_fetching_the_loss_by_name_gets_the_loss_in_a_device_loop(tmp_path, control_flow):
     hook = _LossByNameHook("loss/total_loss:0")
     _estimator(tmp_path).train(_input_fn, max_steps=40, hooks=[hook])
     steps = [step for step, _ in hook.seen]
@@ -58,8 +58,8 @@ def test_a_hook_fetching_the_loss_by_name_gets_the_loss_in_a_device_loop(tmp_pat
     assert losses[-1] < 0.5 * losses[0]
 
 
-def test_a_hook_fetching_another_loop_tensor_by_name_is_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="_LossByNameHook fetches loss/per_example.*inside the device loop"):
+def test_a_hook_fetching_another_loop_tensor_by_name_is_a_clear_error(tmp_path, control_flow):
+    with pytest.raises(ValueError, match="_LossByNameHook fetches (npurun_device_loop/)?loss/per_example.*inside the device loop"):
         _estimator(tmp_path).train(_input_fn, max_steps=8, hooks=[_LossByNameHook("loss/per_example:0")])
 
 
@@ -89,7 +89,19 @@ class _Recorder(v1.train.LoggingTensorHook):
         self.logged.append(dict(tensor_values))
 
 
-def test_a_logging_tensor_hook_naming_model_fn_tensors_logs_their_last_loop_values(tmp_path):
+@pytest.fixture(params=["control flow v2", "control flow v1"])
+def control_flow(request):
+    """TF 1 scripts run with v1 control flow (npurun run switches TF 1 behaviour on): the loop body's ops are
+    then in the graph itself, under the loop's name scope."""
+    from tensorflow.python.ops import control_flow_util
+
+    saved = control_flow_util.ENABLE_CONTROL_FLOW_V2
+    control_flow_util.ENABLE_CONTROL_FLOW_V2 = request.param == "control flow v2"
+    yield request.param
+    control_flow_util.ENABLE_CONTROL_FLOW_V2 = saved
+
+
+def test_a_logging_tensor_hook_naming_model_fn_tensors_logs_their_last_loop_values(tmp_path, control_flow):
     hook = _Recorder(tensors={name: name for name in ("learning_rate", "cross_entropy", "train_accuracy")},
                      every_n_iter=1)
     config = NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=10, save_checkpoints_steps=100,
@@ -102,3 +114,59 @@ def test_a_logging_tensor_hook_naming_model_fn_tensors_logs_their_last_loop_valu
     # zero weights start at ln 2; each logged loss is a trained step's
     assert all(v["cross_entropy"] < 0.5 * np.log(2) for v in hook.logged)
     assert hook.logged[-1]["train_accuracy"] > 0.8
+
+
+CONTRIB_LEARN_SCRIPT = '''\
+from npu_bridge.npu_init import *
+import re
+import numpy as np
+import tensorflow as tf
+from tensorflow.contrib import learn
+from tensorflow.contrib.learn.python.learn.datasets import mnist
+
+
+def tokenizer_char(iterator):
+    for value in iterator:
+        yield list(value)
+
+
+class MyVocabularyProcessor(learn.preprocessing.VocabularyProcessor):  # as Siamese's preprocess.py
+    def __init__(self, max_document_length, min_frequency=0, vocabulary=None):
+        super(MyVocabularyProcessor, self).__init__(max_document_length, min_frequency, vocabulary, tokenizer_char)
+
+
+vocab = MyVocabularyProcessor(4, min_frequency=1)
+ids = np.array(list(vocab.fit_transform(["abca", "abd", "b"])))
+print("ids", ids.tolist(), "size", len(vocab.vocabulary_))
+vocab.save("vocab.pkl")
+print("restored", list(learn.preprocessing.VocabularyProcessor.restore("vocab.pkl").transform(["ba"]))[0].tolist())
+words = tf.contrib.learn.preprocessing.VocabularyProcessor(3)
+print("words", list(words.fit_transform(["Hello world", "world peace"]))[1].tolist(), list(words.reverse([[2, 3]])))
+mode = tf.contrib.learn.ModeKeys.INFER
+print("modes", tf.contrib.learn.ModeKeys.TRAIN, tf.contrib.learn.ModeKeys.EVAL, mode)
+print("static", tf.contrib.util.constant_value(tf.constant([3, 4])).tolist())
+table = tf.contrib.lookup.HashTable(tf.contrib.lookup.KeyValueTensorInitializer(["a", "b"], [1, 2]), -1)
+index = tf.contrib.lookup.index_table_from_tensor(tf.constant(["x", "y"]), default_value=-1)
+with tf.Session() as sess:
+    sess.run(tf.tables_initializer())
+    print("lookup", sess.run(table.lookup(tf.constant(["b", "z"]))).tolist(),
+          sess.run(index.lookup(tf.constant(["y", "q"]))).tolist())
+print("mnist", mnist.read_data_sets.__module__)
+'''
+
+
+def test_contrib_learn_util_and_lookup_pieces_scripts_use(tmp_path):
+    from .conftest import run_compat
+
+    (tmp_path / "train.py").write_text(CONTRIB_LEARN_SCRIPT)
+    done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    # min_frequency=1 keeps characters seen twice or more (a: 3, b: 3), numbered by frequency, ties sorted
+    assert "ids [[1, 2, 0, 1], [1, 2, 0, 0], [2, 0, 0, 0]] size 3" in out
+    assert "restored [2, 1, 0, 0]" in out
+    assert "words [2, 3, 0] ['world peace']" in out
+    assert "modes train eval infer" in out
+    assert "static [3, 4]" in out
+    assert "lookup [2, -1] [1, -1]" in out
+    assert "mnist npurun.compat.mnist_input_data" in out

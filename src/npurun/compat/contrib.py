@@ -8,6 +8,8 @@ public ModelZoo-TensorFlow; `MODELZOO_FOLDERS` below) is provided here:
 - `contrib.data`, `contrib.rnn`, `contrib.metrics` map to their TensorFlow 1 successors in
   `tf.compat.v1` (`data.experimental`, `nn.rnn_cell`, `metrics`);
 - `contrib.training.HParams` is `npurun.compat.hparams.HParams`;
+- `contrib.learn`'s ModeKeys, VocabularyProcessor and MNIST reader are `npurun.compat.contrib_learn`;
+  `contrib.util` and `contrib.lookup` are their TensorFlow 1 successors (`get_static_value`, `lookup_ops`);
 - `contrib.tpu`'s TPUEstimator / TPUEstimatorSpec / RunConfig / TPUConfig run with `use_tpu=False`, as
   TensorFlow 1 ran them without a TPU (`npurun.compat.contrib_tpu`).
 
@@ -131,9 +133,26 @@ SUMMARY.update({name: Unsupported(_SUMMARY_WRITERS) for name in (
     "create_file_writer", "always_record_summaries", "record_summaries_every_n_global_steps", "scalar", "image",
     "histogram", "flush", "never_record_summaries", "summary_writer_initializer_op", "create_db_writer")})
 
+_LEARN = "npurun.compat.contrib_learn"
+# contrib.learn: ModeKeys (122 uses in ModelZoo), the VocabularyProcessor of text scripts, the MNIST reader.
+LEARN = {name: Mapped(f"{_LEARN}:{name}") for name in (
+    "ModeKeys", "TRAIN", "EVAL", "INFER", "preprocessing", "datasets")}
+LEARN.update({name: Unsupported("contrib.learn's Estimator API was replaced by tf.estimator; use tf.estimator / "
+                                "NPUEstimator") for name in (
+    "Estimator", "Experiment", "RunConfig", "monitors", "learn_runner", "SKCompat", "DNNClassifier",
+    "LinearClassifier")})
+UTIL = _from(_V1, rename={"constant_value": f"{_V1}:get_static_value", "make_tensor_proto": f"{_V1}:make_tensor_proto",
+                          "make_ndarray": f"{_V1}:make_ndarray"})
+_LOOKUP_OPS = "tensorflow.python.ops.lookup_ops"
+LOOKUP = _from(_LOOKUP_OPS, *"""
+    HashTable KeyValueTensorInitializer TextFileInitializer TextFileIndex MutableHashTable MutableDenseHashTable
+    IdTableWithHashBuckets index_table_from_tensor index_to_string_table_from_tensor index_table_from_file
+    index_to_string_table_from_file""".split())
+
 # Module name (below tensorflow.contrib) -> its names. Only listed modules have usable names.
 MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
-           "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE, "summary": SUMMARY}
+           "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE, "summary": SUMMARY, "learn": LEARN,
+           "util": UTIL, "lookup": LOOKUP}
 # Whole modules that are another package.
 PACKAGES = {"slim": _SLIM}
 UNSUPPORTED_MODULES = {
@@ -142,10 +161,10 @@ UNSUPPORTED_MODULES = {
                   "NPUDistributedOptimizer under `npurun launch`",
     "mixed_precision": "use npu_bridge's NPULossScaleOptimizer with a loss-scale manager",
     "hccl": "use npu_bridge.hccl / hccl.manage.api",
-    "seq2seq": _NOT_PORTED, "learn": _NOT_PORTED, "crf": _NOT_PORTED, "cudnn_rnn": _NOT_PORTED,
-    "quantize": _NOT_PORTED, "distributions": "use tensorflow-probability", "lookup": "use tf.lookup",
+    "seq2seq": _NOT_PORTED, "crf": _NOT_PORTED, "cudnn_rnn": _NOT_PORTED,
+    "quantize": _NOT_PORTED, "distributions": "use tensorflow-probability",
     "sparsemax": _NOT_PORTED, "tfprof": "use tf.compat.v1.profiler", "cloud": _NOT_PORTED,
-    "compiler": _NOT_PORTED, "keras": "use tf.keras", "estimator": "use tf.estimator", "util": _NOT_PORTED,
+    "compiler": _NOT_PORTED, "keras": "use tf.keras", "estimator": "use tf.estimator",
     "legacy_seq2seq": _NOT_PORTED, "losses": _NOT_PORTED,
 }
 # Deep import paths of contrib (`from tensorflow.contrib.layers.python.layers import utils`) -> module.
@@ -157,6 +176,8 @@ PATHS = {
     "image.python.ops.distort_image_ops": "npurun.compat.contrib_image",
     "tpu.python.tpu.tpu_function": "npurun.compat.contrib_tpu",
     "tpu.python.tpu.tpu_config": "npurun.compat.contrib_tpu", "tpu.python.tpu.tpu_estimator": "npurun.compat.contrib_tpu",
+    "learn.python.learn.datasets.mnist": "npurun.compat.mnist_input_data",
+    "learn.python.learn.preprocessing": _LEARN,
 }
 
 # Deep paths that import (the scripts import them at the top, for a multi-shard branch they do not take
@@ -169,7 +190,7 @@ IMPORT_ONLY_PATHS = {
 # Model folders of Ascend/ModelZoo-TensorFlow using each tf.contrib module (counted while building this).
 MODELZOO_FOLDERS = {"layers": 260, "slim": 141, "data": 111, "framework": 73, "tpu": 52, "rnn": 46,
                     "training": 38, "cluster_resolver": 34, "image": 32, "distribute": 22, "opt": 21,
-                    "metrics": 16, "summary": 13, "learn": 13}
+                    "metrics": 16, "summary": 13, "learn": 34, "util": 8, "lookup": 7}
 
 
 def _error(name: str, why: str) -> AdapterAPIError:
