@@ -129,3 +129,19 @@ def test_a_run_with_no_rank_environment_is_rank_0_of_1_as_ascend_1p_scripts_expo
     monkeypatch.setenv("TF_CONFIG", "{}")  # any rank environment: nothing is made up
     script.write_text("import os, sys\nsys.exit(3 if 'RANK_SIZE' in os.environ else 0)\n")
     assert run_script(str(script)) == 0
+
+
+def test_device_ids_ascend_scripts_read_bare_are_the_rank_id(tmp_path, monkeypatch):
+    for name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "TF_CONFIG", "ASCEND_DEVICE_ID", "DEVICE_ID",
+                 "DEVICE_INDEX"):
+        monkeypatch.delenv(name, raising=False)
+    script = tmp_path / "devices.py"
+    # DeepFM/WideDeep: rank_id = int(os.getenv('ASCEND_DEVICE_ID')); others DEVICE_ID / DEVICE_INDEX
+    script.write_text("import os, sys\nsys.exit(100 * int(os.getenv('ASCEND_DEVICE_ID')) + "
+                      "10 * int(os.getenv('DEVICE_ID')) + int(os.environ['DEVICE_INDEX']) + 1)\n")
+    assert run_script(str(script)) == 1
+    assert "DEVICE_ID" not in os.environ and "ASCEND_DEVICE_ID" not in os.environ, "an in-process run leaves no trace"
+    monkeypatch.setenv("RANK_SIZE", "4")
+    monkeypatch.setenv("RANK_ID", "2")
+    monkeypatch.setenv("DEVICE_INDEX", "3")  # an explicit setting is kept
+    assert run_script(str(script)) == 200 + 20 + 3 + 1

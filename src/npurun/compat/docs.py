@@ -56,7 +56,8 @@ While the compatibility layer is active (`npurun.compat.activate()` / `deactivat
 evaluation results) at INFO level on stderr, unless the script configured that logger itself. When no
 rank environment is set (`RANK_ID`, `RANK_SIZE`, `RANK_TABLE_FILE`, `TF_CONFIG`), the script sees
 `RANK_SIZE=1` and `RANK_ID=0`, as Ascend's one-device launch scripts export them (many scripts read
-them with `int(os.getenv("RANK_SIZE"))`); `npurun launch` sets them per rank.
+them with `int(os.getenv("RANK_SIZE"))`); `npurun launch` sets them per rank. `ASCEND_DEVICE_ID`, `DEVICE_ID`
+and `DEVICE_INDEX`, which Ascend's launch scripts also export and scripts read bare, are the rank id unless set.
 
 ## Coverage table
 

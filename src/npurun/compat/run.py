@@ -15,7 +15,8 @@ TensorFlow 2.x, keeps TensorFlow 2 (eager by default, `tf.estimator` from npurun
 second, evaluation results) is shown at INFO level on stderr, as `npurun train` shows it, unless the
 script or the environment configured that logger already. With no rank environment (RANK_ID,
 RANK_SIZE, RANK_TABLE_FILE, TF_CONFIG all unset) the script sees RANK_SIZE=1 and RANK_ID=0, as
-Ascend's one-device launch scripts export them.
+Ascend's one-device launch scripts export them; ASCEND_DEVICE_ID, DEVICE_ID and DEVICE_INDEX, when
+unset, are the rank id (one device per rank, as those scripts have it).
 """
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ import sys
 
 _RANK_VARIABLES = ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "TF_CONFIG")
 _ONE_RANK = {"RANK_SIZE": "1", "RANK_ID": "0"}
+# The device index Ascend's launch scripts export next to RANK_ID (each name is read bare by some scripts:
+# `int(os.getenv('DEVICE_ID'))` 43 ModelZoo folders, DEVICE_INDEX 30, ASCEND_DEVICE_ID 16).
+_DEVICE_VARIABLES = ("ASCEND_DEVICE_ID", "DEVICE_ID", "DEVICE_INDEX")
 
 
 TF_API_ENV = "NPURUN_TF_API"
@@ -99,6 +103,10 @@ def run_script(path: str, args=()) -> int:
     one_rank_set_here = not any(name in os.environ for name in _RANK_VARIABLES)
     if one_rank_set_here:
         os.environ.update(_ONE_RANK)
+    # One device per rank on a host, as those scripts run: the device index is the rank's (unless set).
+    devices_set_here = [name for name in _DEVICE_VARIABLES if name not in os.environ] if "RANK_ID" in os.environ \
+        else []
+    os.environ.update({name: os.environ["RANK_ID"] for name in devices_set_here})
     try:
         with active(graph_mode=tf1, tf1=tf1), _npurun_log():
             runpy.run_path(path, run_name="__main__")
@@ -124,6 +132,8 @@ def run_script(path: str, args=()) -> int:
         if one_rank_set_here:
             for name in _ONE_RANK:
                 os.environ.pop(name, None)
+        for name in devices_set_here:
+            os.environ.pop(name, None)
     return 0
 
 
