@@ -170,3 +170,48 @@ def test_contrib_learn_util_and_lookup_pieces_scripts_use(tmp_path):
     assert "static [3, 4]" in out
     assert "lookup [2, -1] [1, -1]" in out
     assert "mnist npurun.compat.mnist_input_data" in out
+
+
+CHECK_BRANCHES = '''\
+from npu_bridge.npu_init import *
+import tensorflow as tf
+from tensorflow.contrib import cluster_resolver as contrib_cluster_resolver
+
+flags = tf.flags
+flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
+FLAGS = flags.FLAGS
+
+
+def deconv2d(input_, w, output_shape):
+    try:
+        deconv = tf.nn.conv2d_transpose(input_, w, output_shape=output_shape, strides=[1, 2, 2, 1])
+    # Support for verisons of TensorFlow before 0.7.0
+    except AttributeError:
+        deconv = tf.nn.deconv2d(input_, w, output_shape=output_shape, strides=[1, 2, 2, 1])
+    return deconv
+
+
+def main(_):
+    tpu_cluster_resolver = None
+    if FLAGS.use_tpu and FLAGS.tpu_name:
+        tpu_cluster_resolver = tf.contrib.cluster_resolver.TPUClusterResolver(FLAGS.tpu_name)
+    optimizer = tf.train.AdamOptimizer(0.1)
+    if FLAGS.use_tpu:
+        optimizer = tf.contrib.tpu.CrossShardOptimizer(optimizer)
+    return tpu_cluster_resolver, optimizer
+'''
+
+
+def test_check_does_not_count_tpu_branches_and_except_fallbacks_as_raising():
+    from npurun.compat.check import check_source
+
+    found = {f.name: f for f in check_source(CHECK_BRANCHES, "run_classifier.py")}
+    assert [f.name for f in found.values() if f.error] == []
+    assert "fallback" in found["tensorflow.nn.deconv2d"].status
+    assert "TPU-only" in found["tensorflow.contrib.cluster_resolver.TPUClusterResolver"].status
+    assert "TPU-only" in found["tensorflow.contrib.tpu.CrossShardOptimizer"].status
+    assert "importing it works" in found["tensorflow.contrib.cluster_resolver"].detail
+    # the same names outside such branches do raise, and check says so
+    unguarded = CHECK_BRANCHES + "\nopt = tf.contrib.tpu.CrossShardOptimizer(None)\nx = tf.nn.deconv2d\n"
+    raising = sorted(f.name for f in check_source(unguarded, "run_classifier.py") if f.error)
+    assert raising == ["tensorflow.contrib.tpu.CrossShardOptimizer", "tensorflow.nn.deconv2d"]

@@ -32,7 +32,7 @@ import builtins
 import json
 import os
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ..config import OPTIONS, param_map
 from . import aliases, check_tensorflow
@@ -153,6 +153,16 @@ def _module_level_names(body):
     return names, all_names
 
 
+def _mentions_tpu(test) -> bool:
+    """An `if` test about running on a TPU: `FLAGS.use_tpu`, `use_tpu and tpu_name`, `params["use_tpu"]`."""
+    for node in ast.walk(test):
+        text = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
+                else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else "")
+        if "tpu" in text.lower():
+            return True
+    return False
+
+
 def _deep_contrib_path_length(rest_parts) -> int:
     """How many parts beyond `tf.contrib.<module>` a use's deep import path takes (`tpu.python.ops.tpu_ops`
     then the name used: 3), so the name used, not an intermediate package, is classified."""
@@ -168,7 +178,7 @@ class _Scanner(ast.NodeVisitor):
         self.aliases: dict = {}  # local name -> qualified name
         self.star_names: dict = {}  # names brought in by `import *` from adapter modules -> qualified name
         self.findings: list = []
-        self._seen: set = set()
+        self._seen: dict = {}  # finding key -> index in self.findings
         self._option_keys = _option_key_map()
         self._project, self._path = project, path
         self._bound: set = set()  # every name this module binds, in any scope
@@ -178,6 +188,8 @@ class _Scanner(ast.NodeVisitor):
         self.changes_sys_path = False  # sys.path.append/insert/extend: other modules may become importable
         self._top_level: set = set()  # names bound at module level (what a star import of this module gives)
         self._all = None  # the module's literal `__all__`, if it has one
+        self._tpu_only = 0  # depth of `if use_tpu:` bodies being visited
+        self._fallback = 0  # depth of `except` handlers whose `try` body raises nothing check knows of
 
     def exported(self) -> dict:
         """What `from this_module import *` gives (as far as check follows names): local name -> qualified
@@ -203,10 +215,46 @@ class _Scanner(ast.NodeVisitor):
 
     def add(self, finding: Finding, once_key=None):
         key = once_key or (finding.section, finding.name, finding.line, finding.detail)
+        guard = self._guard()
+        if finding.error and guard is not None and finding.section not in ("option", "parameter_map"):
+            finding = replace(finding, status=f"{finding.status}, {guard[0]}", detail=f"{finding.detail}; {guard[1]}",
+                              error=False)
         if key in self._seen:
+            index = self._seen[key]
+            if finding.error and not self.findings[index].error and guard is None:
+                self.findings[index] = finding  # also used where nothing guards it: that use raises
             return
-        self._seen.add(key)
+        self._seen[key] = len(self.findings)
         self.findings.append(finding)
+
+    # ---- code that runs only in a branch TensorFlow 1 scripts do not take here -------------------------
+    def _guard(self):
+        """(status, why) when the node being visited runs only if something else failed or on a TPU."""
+        if self._tpu_only:
+            return ("TPU-only branch", "the line is under a `use_tpu` test, which is false without a TPU "
+                                       "(flag default / --use_tpu=False): it runs only when asked for a TPU")
+        if self._fallback:
+            return ("fallback", "the line is in an `except` handler of a `try` whose body works here: it runs "
+                                "only if that body fails")
+        return None
+
+    def visit_If(self, node):
+        self.visit(node.test)
+        tpu = _mentions_tpu(node.test)
+        self._tpu_only += tpu
+        for statement in node.body:
+            self.visit(statement)
+        self._tpu_only -= tpu
+        for statement in node.orelse:
+            self.visit(statement)
+
+    def visit_IfExp(self, node):
+        self.visit(node.test)
+        tpu = _mentions_tpu(node.test)
+        self._tpu_only += tpu
+        self.visit(node.body)
+        self._tpu_only -= tpu
+        self.visit(node.orelse)
 
     # ---- imports -----------------------------------------------------------------------------------
     def visit_Import(self, node):
@@ -271,10 +319,18 @@ class _Scanner(ast.NodeVisitor):
     def visit_Try(self, node):
         # Imports inside `try:` may be optional (`except ImportError:`): not reported as missing.
         self._guarded = getattr(self, "_guarded", 0) + 1
+        before = sum(f.error for f in self.findings)
         for statement in node.body:
             self.visit(statement)
         self._guarded -= 1
-        for part in (*node.handlers, *node.orelse, *node.finalbody):
+        # DCGAN-style `try: tf.nn.conv2d_transpose(...) except AttributeError: tf.nn.deconv2d(...)`: when the
+        # body raises nothing check knows of, the handlers are the fallback of an older TensorFlow.
+        fallback = int(sum(f.error for f in self.findings) == before)
+        self._fallback += fallback
+        for handler in node.handlers:
+            self.visit(handler)
+        self._fallback -= fallback
+        for part in (*node.orelse, *node.finalbody):
             self.visit(part)
 
     visit_TryStar = visit_Try

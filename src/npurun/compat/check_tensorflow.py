@@ -162,6 +162,9 @@ def classify_contrib(rest: str):
     if top in table.PACKAGES:
         return (TF1_WORLD, f"{shown}: the `{table.PACKAGES[top].replace('_', '-')}` package", False)
     if top in table.UNSUPPORTED_MODULES:
+        if rest == top:  # `from tensorflow.contrib import cluster_resolver` imports, as on TF 1; its names raise
+            return ("unsupported", f"importing it works; using its names raises AdapterAPIError: "
+                                   f"{table.UNSUPPORTED_MODULES[top]}", False)
         return ("unsupported", f"raises AdapterAPIError when used: {table.UNSUPPORTED_MODULES[top]}", True)
     if top not in table.MODULES:
         return ("unsupported", "raises AdapterAPIError when used: not in npurun's tf.contrib table", True)
