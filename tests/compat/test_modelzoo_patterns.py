@@ -215,3 +215,16 @@ def test_check_does_not_count_tpu_branches_and_except_fallbacks_as_raising():
     unguarded = CHECK_BRANCHES + "\nopt = tf.contrib.tpu.CrossShardOptimizer(None)\nx = tf.nn.deconv2d\n"
     raising = sorted(f.name for f in check_source(unguarded, "run_classifier.py") if f.error)
     assert raising == ["tensorflow.contrib.tpu.CrossShardOptimizer", "tensorflow.nn.deconv2d"]
+
+
+def test_numpy_aliases_of_tensorflow_1_times_exist_for_scripts(tmp_path):
+    from .conftest import run_compat
+
+    # Pix2Pix's utils.py: imageio.imread(path).astype(np.float); many data loaders: dtype=np.int / np.bool
+    (tmp_path / "train.py").write_text(
+        "from npu_bridge.npu_init import *\nimport numpy as np\nimport tensorflow as tf\n"
+        "a = np.zeros(2).astype(np.float)\nb = np.array([1.7], dtype=np.int)\nc = np.ones(1, dtype=np.bool)\n"
+        "print('aliases', a.dtype, b.dtype, c.dtype, np.float is float, np.object is object)\n")
+    done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "aliases float64 int64 bool True True" in done.stdout

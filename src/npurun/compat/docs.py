@@ -215,6 +215,9 @@ mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 id
   threading options), and `tensorflow.python.estimator` with its `estimator`, `run_config`, `model_fn`
   and `training` modules (each the script's `tf.estimator`). `tensorflow_core` (TF 1.15's package name) is `tensorflow`.
 - `tf.__version__` is TensorFlow's real version (2.21.x).
+- NumPy's aliases of Python types that NumPy 1.24 removed (`np.float`, `np.int`, `np.bool`, `np.object`,
+  `np.str`, `np.complex`, `np.unicode`; 70, 95 and 47 ModelZoo folders use the first three) are the builtins
+  again, as in TensorFlow 1.15's NumPy; names NumPy has again (NumPy 2's `np.long`) are left alone.
 - Checked over Ascend's ModelZoo-TensorFlow: of the 533 distinct `import`/`from` statements naming
   `tensorflow…` at the top of its Python files, 463 import in this world; the rest are TensorFlow 2.21
   internals that moved (`tensorflow.python.keras...`, `tensorflow.python.training.tracking`), other
