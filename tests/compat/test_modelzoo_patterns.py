@@ -217,14 +217,19 @@ def test_check_does_not_count_tpu_branches_and_except_fallbacks_as_raising():
     assert raising == ["tensorflow.contrib.tpu.CrossShardOptimizer", "tensorflow.nn.deconv2d"]
 
 
-def test_numpy_aliases_of_tensorflow_1_times_exist_for_scripts(tmp_path):
+def test_numpy_aliases_and_tf1_array_ops_paths_of_tensorflow_1_times_exist_for_scripts(tmp_path):
     from .conftest import run_compat
 
     # Pix2Pix's utils.py: imageio.imread(path).astype(np.float); many data loaders: dtype=np.int / np.bool
     (tmp_path / "train.py").write_text(
         "from npu_bridge.npu_init import *\nimport numpy as np\nimport tensorflow as tf\n"
         "a = np.zeros(2).astype(np.float)\nb = np.array([1.7], dtype=np.int)\nc = np.ones(1, dtype=np.bool)\n"
-        "print('aliases', a.dtype, b.dtype, c.dtype, np.float is float, np.object is object)\n")
+        "print('aliases', a.dtype, b.dtype, c.dtype, np.float is float, np.object is object)\n"
+        # TabNet's sparsemax reaches into tensorflow.python as TF 1 code did
+        "from tensorflow.python.ops import array_ops\n"
+        "pair = array_ops.stack([tf.constant(1), tf.constant(2)], axis=0)\n"
+        "with tf.Session() as sess:\n    print('stack', sess.run(pair).tolist(), len(array_ops.unstack(pair)))\n")
     done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "aliases float64 int64 bool True True" in done.stdout
+    assert "stack [1, 2] 2" in done.stdout

@@ -201,7 +201,8 @@ mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 id
   `ExponentialMovingAverage.variables_to_restore()` matches TensorFlow 1 checkpoints.
 - `convert_variables_to_constants` is importable from `tensorflow.python.framework.graph_util` (its
   TF 1 path) and `tf.graph_util`. For tf-slim 1.1, `tensorflow.python.framework.ops.Tensor` and
-  `ops.IndexedSlices` exist again (TensorFlow 2.21 moved them).
+  `ops.IndexedSlices` exist again (TensorFlow 2.21 moved them), and so do `tensorflow.python.ops.array_ops.stack` /
+  `unstack` (moved to `array_ops_stack` in 2.13; 17 ModelZoo folders call them).
 - `tensorflow.examples.tutorials.mnist.input_data.read_data_sets(dir, one_hot=...)` reads
   `train-images-idx3-ubyte`, `train-labels-idx1-ubyte`, `t10k-images-idx3-ubyte`,
   `t10k-labels-idx1-ubyte` (each `.gz` or not) from `dir`; nothing is downloaded, and missing files

@@ -10,7 +10,8 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   The importer is told apart by the globals the import statement passes to `__import__`, so a
   script's own local modules (model.py next to train.py) are scripts too.
 - `tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist.input_data` are importable, and
-  `tensorflow.python.framework.graph_util.convert_variables_to_constants` exists again;
+  `tensorflow.python.framework.graph_util.convert_variables_to_constants`, `ops.Tensor`, `ops.IndexedSlices`,
+  `tensorflow.python.ops.array_ops.stack` / `unstack` exist again at their TF 1 paths;
 - `from tensorflow.python.keras[.x] import y` gives tf-keras's module (`tf_keras.src[.x]`), the Keras
   the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session).
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
@@ -256,12 +257,16 @@ class TF1World:
     def attach(self, tf):
         """When TensorFlow is imported: TF 1 names at their TF 1 paths (`graph_util.convert_variables_to_constants`)."""
         from tensorflow.python.framework import graph_util, indexed_slices, ops, tensor
+        from tensorflow.python.ops import array_ops, array_ops_stack
 
         # tf-slim 1.1 (and TF 1 code reaching into tensorflow.python) still name ops.Tensor / ops.IndexedSlices,
         # which TensorFlow 2.21 moved to their own modules: the same classes, at their old names.
         for obj, attribute, value in (
                 (graph_util, "convert_variables_to_constants", tf.compat.v1.graph_util.convert_variables_to_constants),
-                (ops, "Tensor", tensor.Tensor), (ops, "IndexedSlices", indexed_slices.IndexedSlices)):
+                (ops, "Tensor", tensor.Tensor), (ops, "IndexedSlices", indexed_slices.IndexedSlices),
+                # TF 1 code calling array_ops.stack / unstack (TabNet's sparsemax; 17 ModelZoo folders): TF 2.13
+                # moved them to array_ops_stack
+                (array_ops, "stack", array_ops_stack.stack), (array_ops, "unstack", array_ops_stack.unstack)):
             if not hasattr(obj, attribute):
                 setattr(obj, attribute, value)
                 self._patched.append((obj, attribute))
