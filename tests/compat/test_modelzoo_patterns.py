@@ -233,3 +233,42 @@ def test_numpy_aliases_and_tf1_array_ops_paths_of_tensorflow_1_times_exist_for_s
     assert done.returncode == 0, done.stderr[-3000:]
     assert "aliases float64 int64 bool True True" in done.stdout
     assert "stack [1, 2] 2" in done.stdout
+
+
+class _LogSessionRunHook(v1.train.SessionRunHook):
+    """AlexNet's (DeepLearningExamples-style) logger: fetches model_fn's named scalars by name each run."""
+
+    def __init__(self):
+        self.seen = []
+
+    def before_run(self, run_context):
+        return v1.train.SessionRunArgs(fetches=[v1.train.get_global_step(), "loss:0", "total_loss:0",
+                                                "learning_rate:0"])
+
+    def after_run(self, run_context, run_values):
+        self.seen.append(run_values.results)
+
+
+def _alexnet_style_model_fn(features, labels, mode):
+    weights = v1.get_variable("w", [3, 2], initializer=v1.zeros_initializer())
+    logits = tf.matmul(features["x"], weights)
+    loss = v1.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+    base_loss = tf.identity(loss, name="loss")  # For access by logger
+    total_loss = tf.identity(base_loss + 1e-4 * tf.nn.l2_loss(weights), name="total_loss")
+    learning_rate = tf.identity(v1.train.exponential_decay(0.5, v1.train.get_global_step(), 10, 0.5),
+                                name="learning_rate")
+    train_op = v1.train.GradientDescentOptimizer(learning_rate).minimize(
+        total_loss, global_step=v1.train.get_global_step())
+    return EstimatorSpec(mode, loss=total_loss, train_op=train_op)
+
+
+def test_a_before_run_fetching_model_fn_named_scalars_gets_their_last_loop_values(tmp_path, control_flow):
+    hook = _LogSessionRunHook()
+    config = NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=10, save_checkpoints_steps=100,
+                          log_step_count_steps=None)
+    NPUEstimator(_alexnet_style_model_fn, config=config).train(_input_fn, max_steps=30, hooks=[hook])
+    assert len(hook.seen) == 3
+    np.testing.assert_allclose([lr for _, _, _, lr in hook.seen], [0.5 * 0.5 ** (s / 10) for s in (9, 19, 29)],
+                               rtol=1e-5)
+    assert all(total > loss and total - loss < 1e-2 for _, loss, total, _ in hook.seen)
+    assert all(loss < 0.5 * np.log(2) for _, loss, _, _ in hook.seen)  # trained steps' losses (ln 2 at the start)

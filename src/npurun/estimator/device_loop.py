@@ -55,8 +55,9 @@ class LoopOutputs:
     # the values of the iterations that ran.
     buffered_losses: Any = None
     buffered_host_values: List[Any] = None
-    # Tensors LoggingTensorHooks name by string ('learning_rate', 'loss/total_loss'), found in the loop body:
-    # (the tensor there, its last iteration's value outside), so the hooks log what they log on Ascend.
+    # Tensors hooks fetch by name: those LoggingTensorHooks name ('learning_rate', 'loss/total_loss') and the
+    # scalars model_fn named at its top level ('loss', 'total_loss' for a before_run fetching 'loss:0'), found in
+    # the loop body: (the tensor there, its last iteration's value outside), so hooks get what they get on Ascend.
     named: List[Any] = None
 
 
@@ -75,8 +76,8 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
     `compile_loop(fn, inputs)`, when given, builds `fn(*inputs)` as one XLA computation (see
     runtime.compilation.compile_step); the input is then read outside the loop: one get_next
     gives the N elements of the loop stacked (the dataset was batched by N), and iteration i
-    takes the i-th of them. Tensors that `hooks` (and model_fn's training hooks) name by string are kept
-    from the last iteration (`LoopOutputs.named`).
+    takes the i-th of them. Tensors that `hooks` (and model_fn's training hooks) name by string, and the
+    scalars model_fn names at its top level, are kept from the last iteration (`LoopOutputs.named`).
     """
     captured = {}
     named = []  # (tensor in the body, its one-slot buffer)
@@ -86,6 +87,7 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
     loss_buffer = _buffer("loss", tf.TensorSpec([], tf.float32), iterations + 1)
 
     def train_step(i, features, labels):
+        before = {op.name for op in _v1.get_default_graph().get_operations()}
         with host_values.lifting(static_shapes=True) as lifted:
             spec = estimator.call_model_fn(features, labels, ModeKeys.TRAIN)
         host_call = host_values.combine(spec.host_call, lifted.host_call())
@@ -93,7 +95,8 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
         captured.setdefault("host_call", host_call)
         updates = []
         for tensor in inner_fetches.named_in_body(list(hooks) + list(spec.training_hooks)
-                                                  + list(spec.training_chief_hooks)):
+                                                  + list(spec.training_chief_hooks)) + \
+                inner_fetches.named_scalars_in_body(before):
             if tensor.shape.is_fully_defined() and all(t is not tensor for t, _ in named):
                 slot = _buffer(f"named_{len(named)}", tensor, 1)
                 named.append((tensor, slot))

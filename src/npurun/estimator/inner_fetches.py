@@ -8,11 +8,14 @@ of any other inner tensor into an `InnerTensorError` naming the hook and the ten
 """
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import tensorflow as tf
 
 _COMPILE_ID_ATTR = "_xla_compile_id"
+_LOOP_SCOPE = re.compile(r"^(.*/)?npurun_device_loop(_\d+)?/")
+_MAX_NAMED = 32  # top-level named scalars carried out of a loop
 _MAX_CACHED = 32
 
 
@@ -52,6 +55,25 @@ def named_in_body(hooks) -> list:
     return found
 
 
+def named_scalars_in_body(graph_before: set) -> list:
+    """Scalars model_fn named at its top level with tf.identity (`tf.identity(loss, name='loss')`,
+    'learning_rate', 'cross_entropy'): scripts name tensors so to fetch them by name from their hooks
+    ('loss:0' in a before_run), which on Ascend fetches the last step's value. `graph_before`: the
+    names of the ops that existed before model_fn ran."""
+    graph = tf.compat.v1.get_default_graph()
+    scope = graph.get_name_scope()
+    prefix = f"{scope}/" if scope else ""
+    found = []
+    for op in graph.get_operations():
+        if op.type != "Identity" or op.name in graph_before or not op.name.startswith(prefix):
+            continue
+        if "/" in op.name[len(prefix):] or not op.outputs or op.outputs[0].shape.rank != 0:
+            continue
+        if op.outputs[0].dtype.is_floating or op.outputs[0].dtype.is_integer:
+            found.append(op.outputs[0])
+    return found[:_MAX_NAMED]
+
+
 def _in_body(graph, name):
     """The tensor model_fn named `name` in the loop body being built: a function graph of its own (control
     flow v2) has it as named; in control flow v1 (TF 1 scripts) it is under the loop's name scope."""
@@ -76,7 +98,8 @@ class InnerFetches:
     def __init__(self, graph, known: list, where: str):
         self.graph = graph
         self.known = {_key(k): v for k, v in known}
-        self.known_names = {k.name: v for k, v in known if isinstance(k, tf.Tensor)}
+        # by the name model_fn gave each (without the loop's name scope control flow v1 puts in front)
+        self.known_names = {_LOOP_SCOPE.sub("", k.name): v for k, v in known if isinstance(k, tf.Tensor)}
         self._inner_graphs = {k.graph for k, _ in known if isinstance(k, tf.Tensor)} - {graph}
         self.where = where
         self.held = []  # (hook, inner tensor or op it holds that has no host-side value)
@@ -175,10 +198,7 @@ class InnerFetches:
         if not isinstance(fetch, str):
             return None
         name = fetch if ":" in fetch else f"{fetch}:0"
-        for inner_name, outer in self.known_names.items():
-            if inner_name == name or inner_name.endswith("/" + name):
-                return outer
-        return None
+        return self.known_names.get(name)
 
     def _error(self, hook, element) -> InnerTensorError:
         return InnerTensorError(
