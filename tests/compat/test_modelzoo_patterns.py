@@ -272,3 +272,43 @@ def test_a_before_run_fetching_model_fn_named_scalars_gets_their_last_loop_value
                                rtol=1e-5)
     assert all(total > loss and total - loss < 1e-2 for _, loss, total, _ in hook.seen)
     assert all(loss < 0.5 * np.log(2) for _, loss, _, _ in hook.seen)  # trained steps' losses (ln 2 at the start)
+
+
+STANDALONE_KERAS_SCRIPT = '''\
+from npu_bridge.npu_init import *
+import numpy as np
+import tensorflow as tf
+import keras
+import keras.layers as layers
+from keras.models import Model
+from keras.layers import Input, Dense
+from keras import backend as K
+
+sess = tf.Session(config=npu_config_proto())
+K.set_session(sess)  # FastText_ID0135 style: Keras 2 on the script's session
+inputs = Input(shape=(4,))
+outputs = layers.Dense(1, activation="sigmoid")(Dense(8, activation="relu")(inputs))
+model = Model(inputs, outputs)
+model.compile(loss="binary_crossentropy", optimizer=keras.optimizers.Adam(0.05), metrics=["accuracy"])
+rng = np.random.RandomState(0)
+x = rng.randn(256, 4).astype("float32")
+y = (x[:, 0] > 0).astype("float32")
+history = model.fit(x, y, batch_size=32, epochs=8, verbose=0)
+print("keras", keras.__name__, K.get_session() is sess, tf.executing_eagerly())
+print("loss", history.history["loss"][0] > 2 * history.history["loss"][-1])
+try:
+    import keras.engine.topology
+except ModuleNotFoundError as error:
+    print("missing", "tf-keras" in str(error))
+'''
+
+
+def test_a_tf1_scripts_standalone_keras_is_keras_2_on_its_session(tmp_path):
+    from .conftest import run_compat
+
+    (tmp_path / "train.py").write_text(STANDALONE_KERAS_SCRIPT)
+    done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "keras tf_keras.src True False" in done.stdout
+    assert "loss True" in done.stdout
+    assert "missing True" in done.stdout

@@ -192,7 +192,10 @@ mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 id
   `npurun.compat.activate()` alone leaves eager mode as it is (pass `graph_mode=True` to switch).
 - `tf.keras` is TensorFlow 1's Keras (Keras 2 from the `tf-keras` package): `npurun run` sets
   `TF_USE_LEGACY_KERAS=1` for the script's process unless the environment sets it. npurun itself
-  does not use Keras; Keras 3 (`import keras`) is unaffected.
+  does not use Keras. A TF 1 script's standalone `import keras` / `from keras.layers import Dense` is
+  tf-keras too (`tf_keras.src...`: Keras 2 on TensorFlow, as TF 1.15 scripts had it; 56 ModelZoo folders), so
+  `keras.backend.set_session(sess)` reaches the script's models; a module Keras 2 lacks is a ModuleNotFoundError
+  naming it. Libraries (and TensorFlow 2 scripts) importing `keras` keep Keras 3.
 - `tf.layers` / `tf.compat.v1.layers` are TensorFlow 1's own layers from the maintained `tf-keras`
   package (`tf_keras.src.legacy_tf_layers`, also registered as `tf_keras.legacy_tf_layers`, the name
   TensorFlow 2.21 and tf-slim import), not a copy. Chosen over npurun's earlier hand-written layers:

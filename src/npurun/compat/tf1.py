@@ -13,7 +13,8 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   `tensorflow.python.framework.graph_util.convert_variables_to_constants`, `ops.Tensor`, `ops.IndexedSlices`,
   `tensorflow.python.ops.array_ops.stack` / `unstack` exist again at their TF 1 paths;
 - `from tensorflow.python.keras[.x] import y` gives tf-keras's module (`tf_keras.src[.x]`), the Keras
-  the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session).
+  the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session); so does a script's
+  standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
   as in the NumPy of TensorFlow 1.15.
 - With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
@@ -150,6 +151,29 @@ def _legacy_keras_module(name):
         return None
 
 
+def _standalone_keras(name, fromlist):
+    """`import keras` / `from keras.layers import Dense` in a TF 1 script: tf-keras's module (`tf_keras.src[.x]`).
+
+    TensorFlow 1.15 scripts' standalone `keras` was Keras 2 on the TensorFlow backend (56 ModelZoo folders);
+    Keras 3 (today's `keras`) has no graph mode or sessions. tf-keras is Keras 2, the Keras the script's
+    `tf.keras` is, sharing its session (`K.set_session`). A module tf-keras lacks (`keras.engine.topology`)
+    is a ModuleNotFoundError naming it."""
+    target = "tf_keras.src" + name[len("keras"):]
+    try:
+        module = importlib.import_module(target)
+    except ModuleNotFoundError as missing:
+        raise ModuleNotFoundError(
+            f"No module named {name!r}: under npurun run a TensorFlow 1 script's `keras` is tf-keras (Keras 2, as "
+            f"with TensorFlow 1.15), which has no {target!r}", name=name) from missing
+    for item in fromlist or ():
+        if item != "*" and not hasattr(module, item):
+            try:
+                importlib.import_module(f"{target}.{item}")
+            except ImportError:
+                pass  # a name, not a submodule: `from keras.layers import Dense` reads it from the module
+    return module if fromlist else importlib.import_module("tf_keras.src")
+
+
 def _script_estimator():
     import tensorflow as tf
 
@@ -201,6 +225,9 @@ class TF1World:
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
             script = (self.scripts_get_tf1 and level == 0 and name.partition(".")[0] == "tensorflow"
                       and is_script(globals))
+            if (self.scripts_get_tf1 and level == 0 and (name == "keras" or name.startswith("keras."))
+                    and is_script(globals)):
+                return _standalone_keras(name, fromlist)
             if script and fromlist and (name == _TF_PYTHON_KERAS or name.startswith(_TF_PYTHON_KERAS + ".")):
                 keras = _legacy_keras_module(name)
                 if keras is not None:
