@@ -145,3 +145,21 @@ def test_device_ids_ascend_scripts_read_bare_are_the_rank_id(tmp_path, monkeypat
     monkeypatch.setenv("RANK_ID", "2")
     monkeypatch.setenv("DEVICE_INDEX", "3")  # an explicit setting is kept
     assert run_script(str(script)) == 200 + 20 + 3 + 1
+
+
+def test_run_m_runs_a_module_as_python_m_does(tmp_path):
+    # Albert_ID0632's launch script: `python3 -m albert.run_pretraining ...` from the model folder
+    package = tmp_path / "albert"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "modeling.py").write_text("HIDDEN = 8\n")
+    (package / "run_pretraining.py").write_text(
+        "import sys\nfrom npu_bridge.npu_init import *\nfrom albert import modeling\nimport tensorflow as tf\n"
+        "flags = tf.flags\nflags.DEFINE_integer('train_batch_size', 1, '')\nFLAGS = flags.FLAGS\n\n"
+        "def main(_):\n    print('module', __name__, modeling.HIDDEN, FLAGS.train_batch_size, hasattr(tf, 'Session'))\n\n"
+        "if __name__ == '__main__':\n    tf.app.run()\n")
+    done = run_compat("run", "-m", "albert.run_pretraining", "--train_batch_size=32", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "module __main__ 8 32 True" in done.stdout
+    missing = run_compat("run", "-m", "albert.no_such_module", cwd=tmp_path)
+    assert missing.returncode == 2 and "no module named albert.no_such_module" in missing.stderr

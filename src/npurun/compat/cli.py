@@ -6,8 +6,10 @@ import sys
 
 
 def cmd_run(args) -> int:
-    from .run import run_script
+    from .run import run_module, run_script
 
+    if args.module:
+        return run_module(args.script, args.args)
     return run_script(args.script, args.args)
 
 
@@ -55,7 +57,10 @@ def add_compat_commands(subparsers) -> None:
                     "`npu_bridge...` and `hccl...` imports resolve to npurun (see docs/compat.md), and "
                     "TensorFlow 2.21 gets tf.estimator, tf.compat.v1.layers and NpuOptimizer-aware "
                     "sessions. The exit status is the script's.")
-    run.add_argument("script", help="the training script")
+    run.add_argument("-m", dest="module", action="store_true",
+                     help="SCRIPT is a module name, run as `python -m SCRIPT` runs it (the current directory first "
+                          "on sys.path)")
+    run.add_argument("script", help="the training script (with -m: the module)")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     run.set_defaults(handler=cmd_run)
 

@@ -19,6 +19,7 @@ GPUs in three ways:
 
 ```bash
 npurun run train.py --batch_size 32 --max_steps 1000
+npurun run -m albert.run_pretraining --do_train   # as `python -m albert.run_pretraining` (from the model folder)
 ```
 
 While the compatibility layer is active (`npurun.compat.activate()` / `deactivate()`, or the

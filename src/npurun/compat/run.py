@@ -80,8 +80,30 @@ def _adapter_or_contrib(path: str, seen: set) -> bool:
     return False
 
 
-def run_script(path: str, args=()) -> int:
-    """Run `path` as __main__ with `args`; the exit status it ends with (0 if it just returns)."""
+def run_module(name: str, args=()) -> int:
+    """Run module `name` as __main__ with `args`, as `python -m name args` does (the current directory first on
+    sys.path; a package runs its __main__). Launch scripts of ~20 ModelZoo folders start training so
+    (`python3 -m albert.run_pretraining`, `python -m trainer.task`)."""
+    import importlib.util
+
+    sys.path.insert(0, os.getcwd())
+    try:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations is not None:
+            spec = importlib.util.find_spec(f"{name}.__main__")
+    except (ImportError, ValueError):
+        spec = None
+    finally:
+        sys.path.pop(0)
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        print(f"npurun run: no module named {name} (from {os.getcwd()})", file=sys.stderr)
+        return 2
+    return run_script(spec.origin, args, module=name)
+
+
+def run_script(path: str, args=(), module: str = None) -> int:
+    """Run `path` as __main__ with `args`; the exit status it ends with (0 if it just returns). With
+    `module`, `path` is that module's file and it runs as `python -m module` runs it."""
     from . import active
 
     path = os.path.abspath(path)
@@ -91,7 +113,7 @@ def run_script(path: str, args=()) -> int:
     tf1 = script_tf_api(path) == 1
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [path, *args]
-    sys.path.insert(0, os.path.dirname(path))
+    sys.path.insert(0, os.getcwd() if module else os.path.dirname(path))
     # tf.keras as TensorFlow 1 scripts knew it (Keras 2, from tf-keras; Keras 3 has no graph mode). Read when
     # a script first uses tf.keras: the whole process is the script's here. An explicit setting is kept.
     legacy_keras_set_here = tf1 and "TF_USE_LEGACY_KERAS" not in os.environ
@@ -109,7 +131,10 @@ def run_script(path: str, args=()) -> int:
     os.environ.update({name: os.environ["RANK_ID"] for name in devices_set_here})
     try:
         with active(graph_mode=tf1, tf1=tf1), _npurun_log():
-            runpy.run_path(path, run_name="__main__")
+            if module:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(path, run_name="__main__")
     except Exception as error:  # noqa: BLE001 - the script's own exception, reported as such
         from ..cli_errors import debug_wanted, print_script_exception
 
