@@ -312,3 +312,21 @@ def test_a_tf1_scripts_standalone_keras_is_keras_2_on_its_session(tmp_path):
     assert "keras tf_keras.src True False" in done.stdout
     assert "loss True" in done.stdout
     assert "missing True" in done.stdout
+
+
+def test_check_takes_a_relative_mixlist_next_to_the_script_as_valid(tmp_path, monkeypatch):
+    from npurun.compat.check import check_file
+
+    # GRU4Rec's main.py: its launch script cds into the script's folder, where ops_info.json is
+    (tmp_path / "ops_info.json").write_text('{"black-list": {"to-add": ["Sqrt"]}}')
+    (tmp_path / "main.py").write_text(
+        "from npu_bridge.npu_init import *\nimport tensorflow as tf\nconfig = tf.ConfigProto()\n"
+        "custom_op = config.graph_options.rewrite_options.custom_optimizers.add()\ncustom_op.name = 'NpuOptimizer'\n"
+        "custom_op.parameter_map['modify_mixlist'].s = './ops_info.json'\n"
+        "custom_op.parameter_map['precision_mode'].s = 'allow_mix_precision'\n")
+    monkeypatch.chdir(tmp_path.parent)  # checked from elsewhere
+    found = [f for f in check_file(str(tmp_path / "main.py")) if f.name.startswith("modify_mixlist")]
+    assert len(found) == 1 and not found[0].error and "next to the script" in found[0].detail
+    (tmp_path / "ops_info.json").unlink()
+    found = [f for f in check_file(str(tmp_path / "main.py")) if f.name.startswith("modify_mixlist")]
+    assert found[0].error  # nowhere: invalid, as NPURunConfig would say

@@ -554,10 +554,22 @@ class _Scanner(ast.NodeVisitor):
                 option.check(value)
             except (ValueError, TypeError) as invalid:
                 error, detail = True, f"invalid value: {invalid}"
+                if self._next_to_script(value):
+                    error, detail = False, (f"{option.mechanism}; {value!r} does not exist from here, but does next "
+                                            f"to the script: valid when it runs from its own directory")
             else:
                 if option.is_default(value):
                     detail = f"(the default value) {detail}"
         self.add(Finding(value_node.lineno, "option", f"{name}={shown}", option.status, detail, error))
+
+    def _next_to_script(self, value) -> bool:
+        """A relative path (a mixed-precision list, a fusion switch file) that exists next to the script: the
+        launch scripts cd there first (GRU4Rec's './ops_info.json')."""
+        if isinstance(value, bytes):
+            value = value.decode(errors="replace")
+        if not isinstance(value, str) or not value or os.path.isabs(value) or self._path is None:
+            return False
+        return os.path.exists(os.path.join(os.path.dirname(os.path.abspath(self._path)), value))
 
     # ---- NpuOptimizer parameter maps ---------------------------------------------------------------
     def visit_Assign(self, node):
@@ -600,6 +612,10 @@ class _Scanner(ast.NodeVisitor):
                     param_map.decode({key: (field, raw)})
                 except (ValueError, TypeError) as invalid:
                     error, detail = True, f"invalid: {invalid}"
+                    if self._next_to_script(raw):
+                        error, detail = False, (f"{option.mechanism}; {raw!r} does not exist from here, but does next "
+                                                f"to the script: valid when it runs from its own directory, as its "
+                                                f"launch script runs it")
         self.add(Finding(line, "parameter_map", f"{label} .{field} = {raw!r}", option.status, detail, error))
 
 
