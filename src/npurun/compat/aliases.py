@@ -549,8 +549,8 @@ def render_markdown() -> str:
             lines.append(f"| `{name}` | {entry.status} | {_cell(describe(entry))} |")
         lines.append("")
     from .contrib import render_markdown as render_contrib
-    from .docs import TF1_WORLD
+    from .docs import REAL_SCRIPTS, TF1_WORLD
 
-    lines += [TF1_WORLD.rstrip("\n"), "", render_contrib().rstrip("\n"), ""]
+    lines += [TF1_WORLD.rstrip("\n"), "", render_contrib().rstrip("\n"), "", REAL_SCRIPTS.rstrip("\n"), ""]
     lines.append(FOOTER.rstrip("\n"))
     return "\n".join(lines) + "\n"
