@@ -228,11 +228,17 @@ def test_numpy_aliases_and_tf1_array_ops_paths_of_tensorflow_1_times_exist_for_s
         # TabNet's sparsemax reaches into tensorflow.python as TF 1 code did
         "from tensorflow.python.ops import array_ops\n"
         "pair = array_ops.stack([tf.constant(1), tf.constant(2)], axis=0)\n"
-        "with tf.Session() as sess:\n    print('stack', sess.run(pair).tolist(), len(array_ops.unstack(pair)))\n")
+        "with tf.Session() as sess:\n    print('stack', sess.run(pair).tolist(), len(array_ops.unstack(pair)))\n"
+        # official-models utils/flags/_performance.py: a str where a tuple was meant, as absl-py 0.x took it
+        "from absl import flags\n"
+        "flags.DEFINE_enum(name='fp16_implementation', default='keras', enum_values=(\"keras', 'graph_rewrite\"), "
+        "help='')\nflags.FLAGS(['train.py', '--fp16_implementation=graph_rewrite'])\n"
+        "print('enum', flags.FLAGS.fp16_implementation)\n")
     done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "aliases float64 int64 bool True True" in done.stdout
     assert "stack [1, 2] 2" in done.stdout
+    assert "enum graph_rewrite" in done.stdout
 
 
 class _LogSessionRunHook(v1.train.SessionRunHook):

@@ -223,6 +223,9 @@ mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 id
 - NumPy's aliases of Python types that NumPy 1.24 removed (`np.float`, `np.int`, `np.bool`, `np.object`,
   `np.str`, `np.complex`, `np.unicode`; 70, 95 and 47 ModelZoo folders use the first three) are the builtins
   again, as in TensorFlow 1.15's NumPy; names NumPy has again (NumPy 2's `np.long`) are left alone.
+- `flags.DEFINE_enum(..., enum_values="a', 'b")` (a str by mistake, in the official-models flag helpers of 9
+  ModelZoo folders) is accepted as absl-py 0.x (TensorFlow 1.15's) accepted it: a value is valid if it is
+  part of that str. absl-py 1.0+ refuses it.
 - Checked over Ascend's ModelZoo-TensorFlow: of the 533 distinct `import`/`from` statements naming
   `tensorflow…` at the top of its Python files, 463 import in this world; the rest are TensorFlow 2.21
   internals that moved (`tensorflow.python.keras...`, `tensorflow.python.training.tracking`), other
@@ -241,7 +244,7 @@ test in `tests/compat/test_modelzoo_patterns.py` (or `test_npu_dynamic_rnn.py`, 
 |---|---|---|---|---|
 | LSTM_ID0111 `train.py` | sess.run, `npu_dynamic_rnn.DynamicRNN`, NPULossScaleOptimizer + ExponentialUpdateLossScaleManager | AdapterAPIError: npu_dynamic_rnn | trains, 300 steps, loss 0.026 → 0.0003 | |
 | ALBERT-lcqmc-ZH_ID1461 `run_classifier.py` | NPURunConfig/NPUEstimator with iterations_per_loop, ALBERT, tf.flags, TPU branches, a hook fetching `'loss/total_loss:0'` | ValueError: `loss/total_loss:0` not in the graph; check: 2 false "will raise" | trains 95 steps and evaluates, loss 0.69 → 0.46 | steps must be a multiple of iterations_per_loop (the product document's rule, a clear ValueError) |
-| ResNet18 (official r1) `imagenet_main.py` | absl flags, NPUEstimator, LoggingTensorHook by tensor names, ImageNet TFRecords | KeyError `learning_rate:0` in LoggingTensorHook.begin | trains 40 steps, logging cross_entropy / learning_rate / accuracy | absl-py ≥ 1.0 refuses the script's `enum_values=("keras', 'graph_rewrite")` typo (9 folders; patched for the run); PYTHONPATH must hold the model folder; evaluation on 1024 images did not finish in 15 min here |
+| ResNet18 (official r1) `imagenet_main.py` | absl flags, NPUEstimator, LoggingTensorHook by tensor names, ImageNet TFRecords | absl ValueError: `enum_values` cannot be a str; then KeyError `learning_rate:0` in LoggingTensorHook.begin | trains 40 steps, logging cross_entropy / learning_rate / accuracy | PYTHONPATH must hold the model folder (as Ascend's env has it); evaluation on 1024 images did not finish in 15 min here |
 | AlexNet_ID0072 `train.py` | NPUEstimator, iterations_per_loop, a before_run fetching `'loss:0'`, `'total_loss:0'`, `'learning_rate:0'` | InnerTensorError | trains 60 steps, loss 13.8 → 6.9 | |
 | LeNet_ID0127 `LeNet.py` | sess.run, `read_data_sets`, `set_iteration_per_loop`, FixedLossScaleManager, npu_tf_optimizer | trains | 2500 steps, loss 2.33 → 0.01, test accuracy 1.0 | `./output/ckpt_npu` must exist (Saver needs it, as on Ascend) |
 | Textcnn_ID0123 `run_cnn.py` | sess.run, initializable iterator, NPUDistributedOptimizer, sklearn | trains | loss 2.3 → 0.011, validation accuracy 100% | |

@@ -16,7 +16,7 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session); so does a script's
   standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
-  as in the NumPy of TensorFlow 1.15.
+  as in the NumPy of TensorFlow 1.15; absl flags take a str `enum_values` as absl-py 0.x did.
 - With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
   shapes and tensor equality, v1 control flow) is switched on when a script first imports
   TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
@@ -212,6 +212,7 @@ class TF1World:
         self._original_import = None
         self._module = None
         self._patched = []  # (object, attribute) set by attach()
+        self._restore = []  # (object, attribute, original value) replaced by attach()
         self._warning_filter = None
 
     def install(self):
@@ -299,6 +300,29 @@ class TF1World:
                 self._patched.append((obj, attribute))
         if self.scripts_get_tf1:
             self._numpy_aliases()
+            self._absl_str_enums()
+
+    def _absl_str_enums(self):
+        """`flags.DEFINE_enum(..., enum_values=("keras', 'graph_rewrite"), ...)`: official-models scripts (9
+        ModelZoo folders) pass a str by mistake. absl-py 0.x, TensorFlow 1.15's, kept it and tested membership
+        in it (`'keras' in "keras', 'graph_rewrite"`); absl-py 1.0+ refuses a str. Here a str is kept as 0.x kept
+        it, for the TF 1 script's run (put back when the world is uninstalled)."""
+        from absl.flags import _argument_parser
+
+        parser = _argument_parser.EnumParser
+        original = parser.__init__
+        if getattr(original, "__npurun_str_enum__", False):
+            return
+
+        def init(self, enum_values, case_sensitive=True):
+            as_given = enum_values
+            original(self, [enum_values] if isinstance(enum_values, str) else enum_values, case_sensitive)
+            if isinstance(as_given, str):
+                self.enum_values = as_given  # membership is a substring test, as in absl-py 0.x
+
+        init.__npurun_str_enum__ = True
+        parser.__init__ = init
+        self._restore.append((parser, "__init__", original))
 
     def _numpy_aliases(self):
         """NumPy's aliases of Python types that TensorFlow 1.15's NumPy (< 1.24) still had: `np.float`,
@@ -338,5 +362,8 @@ class TF1World:
         for obj, attribute in self._patched:
             delattr(obj, attribute)
         self._patched.clear()
+        for obj, attribute, original in reversed(self._restore):
+            setattr(obj, attribute, original)
+        self._restore.clear()
         # Graph mode, once entered, stays: TensorFlow cannot go back to eager after building graphs.
         self._module = None
