@@ -233,12 +233,14 @@ def test_numpy_aliases_and_tf1_array_ops_paths_of_tensorflow_1_times_exist_for_s
         "from absl import flags\n"
         "flags.DEFINE_enum(name='fp16_implementation', default='keras', enum_values=(\"keras', 'graph_rewrite\"), "
         "help='')\nflags.FLAGS(['train.py', '--fp16_implementation=graph_rewrite'])\n"
-        "print('enum', flags.FLAGS.fp16_implementation)\n")
+        "print('enum', flags.FLAGS.fp16_implementation)\n"
+        "import time\nstart = time.clock()\nsum(range(10 ** 6))\nprint('clock', time.clock() > start)\n")
     done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "aliases float64 int64 bool True True" in done.stdout
     assert "stack [1, 2] 2" in done.stdout
     assert "enum graph_rewrite" in done.stdout
+    assert "clock True" in done.stdout  # GRU4Rec times its steps with time.clock()
 
 
 class _LogSessionRunHook(v1.train.SessionRunHook):

@@ -226,6 +226,8 @@ mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 id
 - `flags.DEFINE_enum(..., enum_values="a', 'b")` (a str by mistake, in the official-models flag helpers of 9
   ModelZoo folders) is accepted as absl-py 0.x (TensorFlow 1.15's) accepted it: a value is valid if it is
   part of that str. absl-py 1.0+ refuses it.
+- `time.clock()` (Python 3.7's, which TensorFlow 1.15 ran on; removed in 3.8; 5 ModelZoo folders time steps with
+  it) is `time.process_time()`, the processor time it measured on Linux.
 - Checked over Ascend's ModelZoo-TensorFlow: of the 533 distinct `import`/`from` statements naming
   `tensorflow…` at the top of its Python files, 463 import in this world; the rest are TensorFlow 2.21
   internals that moved (`tensorflow.python.keras...`, `tensorflow.python.training.tracking`), other

@@ -16,7 +16,8 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session); so does a script's
   standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
-  as in the NumPy of TensorFlow 1.15; absl flags take a str `enum_values` as absl-py 0.x did.
+  as in the NumPy of TensorFlow 1.15; absl flags take a str `enum_values` as absl-py 0.x did; `time.clock`
+  (Python 3.7's, removed in 3.8) is `time.process_time`.
 - With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
   shapes and tensor equality, v1 control flow) is switched on when a script first imports
   TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
@@ -301,6 +302,13 @@ class TF1World:
         if self.scripts_get_tf1:
             self._numpy_aliases()
             self._absl_str_enums()
+            import time
+
+            # Python 3.7 (TensorFlow 1.15's newest) still had time.clock, on Linux the process's CPU time;
+            # 3.8 removed it (5 ModelZoo folders time steps with it: GRU4Rec).
+            if not hasattr(time, "clock"):
+                time.clock = time.process_time
+                self._patched.append((time, "clock"))
 
     def _absl_str_enums(self):
         """`flags.DEFINE_enum(..., enum_values=("keras', 'graph_rewrite"), ...)`: official-models scripts (9
