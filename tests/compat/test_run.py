@@ -131,7 +131,7 @@ def test_a_run_with_no_rank_environment_is_rank_0_of_1_as_ascend_1p_scripts_expo
     assert run_script(str(script)) == 0
 
 
-def test_device_ids_ascend_scripts_read_bare_are_the_rank_id(tmp_path, monkeypatch):
+def test_device_ids_ascend_1p_scripts_read_bare_are_0_in_a_one_rank_run(tmp_path, monkeypatch):
     for name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "TF_CONFIG", "ASCEND_DEVICE_ID", "DEVICE_ID",
                  "DEVICE_INDEX"):
         monkeypatch.delenv(name, raising=False)
@@ -141,10 +141,13 @@ def test_device_ids_ascend_scripts_read_bare_are_the_rank_id(tmp_path, monkeypat
                       "10 * int(os.getenv('DEVICE_ID')) + int(os.environ['DEVICE_INDEX']) + 1)\n")
     assert run_script(str(script)) == 1
     assert "DEVICE_ID" not in os.environ and "ASCEND_DEVICE_ID" not in os.environ, "an in-process run leaves no trace"
-    monkeypatch.setenv("RANK_SIZE", "4")
-    monkeypatch.setenv("RANK_ID", "2")
     monkeypatch.setenv("DEVICE_INDEX", "3")  # an explicit setting is kept
-    assert run_script(str(script)) == 200 + 20 + 3 + 1
+    assert run_script(str(script)) == 3 + 1
+    monkeypatch.setenv("RANK_SIZE", "4")  # several ranks: npurun reads ASCEND_DEVICE_ID as the rank's device,
+    monkeypatch.setenv("RANK_ID", "2")  # which is the launcher's to set
+    script.write_text("import os, sys\nsys.exit(5 if 'ASCEND_DEVICE_ID' in os.environ or 'DEVICE_ID' in os.environ "
+                      "else 0)\n")
+    assert run_script(str(script)) == 0
 
 
 def test_run_m_runs_a_module_as_python_m_does(tmp_path):

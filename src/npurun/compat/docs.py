@@ -57,8 +57,10 @@ While the compatibility layer is active (`npurun.compat.activate()` / `deactivat
 evaluation results) at INFO level on stderr, unless the script configured that logger itself. When no
 rank environment is set (`RANK_ID`, `RANK_SIZE`, `RANK_TABLE_FILE`, `TF_CONFIG`), the script sees
 `RANK_SIZE=1` and `RANK_ID=0`, as Ascend's one-device launch scripts export them (many scripts read
-them with `int(os.getenv("RANK_SIZE"))`); `npurun launch` sets them per rank. `ASCEND_DEVICE_ID`, `DEVICE_ID`
-and `DEVICE_INDEX`, which Ascend's launch scripts also export and scripts read bare, are the rank id unless set.
+them with `int(os.getenv("RANK_SIZE"))`); `npurun launch` sets them per rank. In a one-rank run
+`ASCEND_DEVICE_ID`, `DEVICE_ID` and `DEVICE_INDEX`, which Ascend's 1p launch scripts also export and scripts read
+bare, are 0 unless set (with several ranks npurun takes ASCEND_DEVICE_ID as the rank's device: it is left to the
+launcher).
 
 ## Coverage table
 
@@ -261,8 +263,8 @@ test in `tests/compat/test_modelzoo_patterns.py` (or `test_npu_dynamic_rnn.py`, 
 | DeepFM_ID0030 / WideDeep_ID0028 `train.py` | `int(os.getenv('ASCEND_DEVICE_ID'))` at import | (now set by `npurun run`) | not run | `configs/config.py` fixes `record_path=/npu/traindata/...` and batch 16000 × 1000 lines (no flags) |
 | FastText_ID0135 `main.py` | standalone keras, `K.set_session` | | not run | needs `fasttext` and `tensorflow_hub` |
 
-Found along the way and fixed for every script: `ASCEND_DEVICE_ID` / `DEVICE_ID` / `DEVICE_INDEX` default to the
-rank id; `npurun run -m module` (launch scripts of ~20 folders use `python -m`); `tf.contrib.learn` / `util` /
+Found along the way and fixed for every script: `ASCEND_DEVICE_ID` / `DEVICE_ID` / `DEVICE_INDEX` default to 0 in a
+one-rank run; `npurun run -m module` (launch scripts of ~20 folders use `python -m`); `tf.contrib.learn` / `util` /
 `lookup`; NumPy's removed type aliases; standalone `keras` as Keras 2; named tensors that hooks fetch by name out of
 a device loop; check's TPU-only branches and `except` fallbacks.
 """

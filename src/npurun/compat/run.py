@@ -15,8 +15,8 @@ TensorFlow 2.x, keeps TensorFlow 2 (eager by default, `tf.estimator` from npurun
 second, evaluation results) is shown at INFO level on stderr, as `npurun train` shows it, unless the
 script or the environment configured that logger already. With no rank environment (RANK_ID,
 RANK_SIZE, RANK_TABLE_FILE, TF_CONFIG all unset) the script sees RANK_SIZE=1 and RANK_ID=0, as
-Ascend's one-device launch scripts export them; ASCEND_DEVICE_ID, DEVICE_ID and DEVICE_INDEX, when
-unset, are the rank id (one device per rank, as those scripts have it).
+Ascend's one-device launch scripts export them; in a one-rank run ASCEND_DEVICE_ID, DEVICE_ID and
+DEVICE_INDEX, when unset, are 0, as those scripts export them.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import sys
 
 _RANK_VARIABLES = ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "TF_CONFIG")
 _ONE_RANK = {"RANK_SIZE": "1", "RANK_ID": "0"}
-# The device index Ascend's launch scripts export next to RANK_ID (each name is read bare by some scripts:
+# The device index Ascend's 1p launch scripts export next to RANK_ID (each name is read bare by some scripts:
 # `int(os.getenv('DEVICE_ID'))` 43 ModelZoo folders, DEVICE_INDEX 30, ASCEND_DEVICE_ID 16).
 _DEVICE_VARIABLES = ("ASCEND_DEVICE_ID", "DEVICE_ID", "DEVICE_INDEX")
 
@@ -125,10 +125,11 @@ def run_script(path: str, args=(), module: str = None) -> int:
     one_rank_set_here = not any(name in os.environ for name in _RANK_VARIABLES)
     if one_rank_set_here:
         os.environ.update(_ONE_RANK)
-    # One device per rank on a host, as those scripts run: the device index is the rank's (unless set).
-    devices_set_here = [name for name in _DEVICE_VARIABLES if name not in os.environ] if "RANK_ID" in os.environ \
-        else []
-    os.environ.update({name: os.environ["RANK_ID"] for name in devices_set_here})
+    # A one-rank run is device 0, as Ascend's 1p launch scripts export it. Not for several ranks: npurun reads
+    # ASCEND_DEVICE_ID as the session's device, which `npurun launch` / the user choose per rank.
+    one_device = os.environ.get("RANK_SIZE") == "1" and os.environ.get("RANK_ID", "0") == "0"
+    devices_set_here = [name for name in _DEVICE_VARIABLES if name not in os.environ] if one_device else []
+    os.environ.update({name: "0" for name in devices_set_here})
     try:
         with active(graph_mode=tf1, tf1=tf1), _npurun_log():
             if module:

@@ -341,7 +341,9 @@ class TF1World:
         for attribute, value in _NUMPY_ALIASES.items():
             if attribute not in numpy.__dict__:
                 try:
-                    getattr(numpy, attribute)
+                    with warnings.catch_warnings():  # NumPy 2 warns about what some of these names will become
+                        warnings.simplefilter("ignore")
+                        getattr(numpy, attribute)
                     continue  # provided by NumPy itself (its module __getattr__)
                 except AttributeError:
                     pass
