@@ -35,7 +35,8 @@ def cmd_migrate(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from .check import check_file, render_json, render_text
+    from .check import check_file
+    from .check_report import render_json, render_text
 
     try:
         findings = check_file(args.script)
