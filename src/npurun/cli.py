@@ -14,8 +14,8 @@ DESCRIPTION = """\
 npurun runs Ascend NPURunConfig / NPUEstimator training on CPUs and NVIDIA GPUs.
 
 Every option of NPURunConfig can be given on the command line with --set NAME=VALUE
-(repeatable; values are YAML scalars: 10, true, null, text; an option whose value is
-text gets the text as typed, so dump_step=0 is "0") or in a JSON/YAML file with
+(repeatable; values are YAML scalars: 10, true, null (or None), text; an option whose
+value is text gets the text as typed, so dump_step=0 is "0") or in a JSON/YAML file with
 --config FILE; --set wins over the file. Sub-config fields use dots:
 --set dump_config.enable_dump=true --set dump_config.dump_path=/tmp/dump
 """

@@ -102,3 +102,19 @@ def test_explain_accepts_dump_step_zero(tmp_path, capsys):
                  "--set", f"dump_config.dump_path={tmp_path}", "--set", "dump_config.dump_step=0"]) == 0
     rows = {row["option"]: row for row in json.loads(capsys.readouterr().out)}
     assert rows["dump_config"]["value"]["dump_step"] == "0"
+
+
+def test_none_as_the_option_rules_write_it_means_none_where_none_is_allowed():
+    assert _value_from_set("keep_checkpoint_max", "None") is None  # rule: "an int >= 0 or None"
+    assert _value_from_set("dump_config.dump_layer", "None") is None  # rule: "None for all ops"
+    assert _value_from_set("model_dir", "None") is None
+    with pytest.raises(ValueError, match=r"option 'iterations_per_loop': got 'None' \(str\); allowed: an int >= 1"):
+        sources.construct(sources.parse_assignments(["iterations_per_loop=None"]))
+
+
+def test_numbers_yaml_reads_as_text_are_numbers_where_the_option_takes_a_number():
+    assert _value_from_set("save_checkpoints_secs", "1e3") == 1000.0  # YAML 1.1 wants 1.0e+3
+    assert _value_from_set("iterations_per_loop", '"10"') == 10
+    assert _value_from_set("dump_config.dump_layer", "1e3") == "1e3"  # a text option keeps the text
+    with pytest.raises(ValueError, match=r"option 'save_checkpoints_secs': got 'soon' \(str\); allowed: a number > 0"):
+        sources.construct(sources.parse_assignments(["save_checkpoints_secs=soon"]))

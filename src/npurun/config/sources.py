@@ -1,7 +1,8 @@
 """Options from outside Python: config files (JSON or YAML) and `name=value` assignments.
 
-Used by the command line; values are converted only as far as YAML scalars go (ints, floats,
-booleans, null, strings), then validated by NPURunConfig like keyword arguments.
+Used by the command line; values are YAML scalars (ints, floats, booleans, null, strings), each
+given to its option as the value the text means for that option (`_meant`: text options get their
+text, `None` is None, `1e3` a number), then validated by NPURunConfig like keyword arguments.
 """
 from __future__ import annotations
 
@@ -92,8 +93,9 @@ def merge(*layers: Mapping[str, Any]) -> dict:
 
 
 def build_nested(options: Mapping[str, Any], source: str, typed: Mapping[str, str] | None = None) -> dict:
-    """Check names that cannot come from text; leave sub-config mappings as mappings; give options
-    whose value is text their text back where YAML read a number or a boolean (see `_as_text`).
+    """Check names that cannot come from text; leave sub-config mappings as mappings; give each option
+    the value the text means for it (see `_meant`): its text back where YAML read a number or a
+    boolean for an option whose value is text, None for `None`, a number for `1e3`.
 
     `typed` maps option names (`outer.inner` for sub-config fields) to the text as the user typed it.
     """
@@ -110,11 +112,43 @@ def build_nested(options: Mapping[str, Any], source: str, typed: Mapping[str, st
                              f"{_NESTED[name].__name__} arguments")
         if name in _NESTED and isinstance(value, dict):
             table = _NESTED[name].OPTIONS
-            result[name] = {field: (_as_text(table[field], v, typed.get(f"{name}.{field}"), _NESTED[name].OWNER)
+            result[name] = {field: (_meant(table[field], v, typed.get(f"{name}.{field}"), _NESTED[name].OWNER)
                                     if field in table else v) for field, v in value.items()}
         elif name in OPTIONS:
-            result[name] = _as_text(OPTIONS[name], value, typed.get(name), "NPURunConfig")
+            result[name] = _meant(OPTIONS[name], value, typed.get(name), "NPURunConfig")
     return result
+
+
+def _meant(option, value: Any, typed: str | None, owner: str) -> Any:
+    """What a value read from text means for `option` (see `_as_text` and `_as_python`)."""
+    if isinstance(value, str):
+        return _as_python(option, value, owner)
+    return _as_text(option, value, typed, owner)
+
+
+def _as_python(option, text: str, owner: str) -> Any:
+    """Text YAML leaves as text that means a Python value: `None`, as the option rules write it
+    (`keep_checkpoint_max=None`), for an option that may be None; and a number YAML 1.1 does not
+    read as one (`1e3`, `inf`) for an option that refuses text but takes that number."""
+    from .errors import OptionTypeError
+
+    if text == "None" and option.nullable:
+        return None
+    try:
+        option.check(text, owner)
+        return text
+    except OptionTypeError:
+        pass  # text where a number is wanted: try the number below
+    except (ValueError, TypeError):
+        return text
+    for number in (int, float):
+        try:
+            value = number(text)
+            option.check(value, owner)
+        except (ValueError, TypeError):
+            continue
+        return value
+    return text
 
 
 def _as_text(option, value: Any, typed: str | None, owner: str) -> Any:
