@@ -88,19 +88,8 @@ def run_script(path: str, args=()) -> int:
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(path))
-    # tf.keras as TensorFlow 1 scripts knew it (Keras 2, from tf-keras; Keras 3 has no graph mode). Read when
-    # a script first uses tf.keras: the whole process is the script's here. An explicit setting is kept.
-    legacy_keras_set_here = tf1 and "TF_USE_LEGACY_KERAS" not in os.environ
-    if legacy_keras_set_here:
-        os.environ["TF_USE_LEGACY_KERAS"] = "1"
-    # Ascend's 1-device launch scripts export RANK_SIZE=1 / RANK_ID=0 and many scripts read them bare
-    # (`int(os.getenv('RANK_SIZE'))`: 63 ModelZoo folders). With no rank environment at all, a run is
-    # that one rank; `npurun launch` and explicit settings are kept as they are.
-    one_rank_set_here = not any(name in os.environ for name in _RANK_VARIABLES)
-    if one_rank_set_here:
-        os.environ.update(_ONE_RANK)
     try:
-        with active(graph_mode=tf1, tf1=tf1), _npurun_log():
+        with _environment_defaults(_script_environment(tf1)), active(graph_mode=tf1, tf1=tf1), _npurun_log():
             runpy.run_path(path, run_name="__main__")
     except Exception as error:  # noqa: BLE001 - the script's own exception, reported as such
         from ..cli_errors import debug_wanted, print_script_exception
@@ -119,12 +108,39 @@ def run_script(path: str, args=()) -> int:
         return 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-        if legacy_keras_set_here:  # run_script called in-process (tests, notebooks) leaves no trace
-            os.environ.pop("TF_USE_LEGACY_KERAS", None)
-        if one_rank_set_here:
-            for name in _ONE_RANK:
-                os.environ.pop(name, None)
     return 0
+
+
+def _script_environment(tf1: bool) -> dict:
+    """Environment variables a script run here gets when they are not set already."""
+    defaults = {}
+    # tf.keras as TensorFlow 1 scripts knew it (Keras 2, from tf-keras; Keras 3 has no graph mode). Read when
+    # a script first uses tf.keras: the whole process is the script's here. An explicit setting is kept.
+    if tf1 and "TF_USE_LEGACY_KERAS" not in os.environ:
+        defaults["TF_USE_LEGACY_KERAS"] = "1"
+    # Ascend's 1-device launch scripts export RANK_SIZE=1 / RANK_ID=0 and many scripts read them bare
+    # (`int(os.getenv('RANK_SIZE'))`: 63 ModelZoo folders). With no rank environment at all, a run is
+    # that one rank; `npurun launch` and explicit settings are kept as they are.
+    if not any(name in os.environ for name in _RANK_VARIABLES):
+        defaults.update(_ONE_RANK)
+    return defaults
+
+
+@contextlib.contextmanager
+def _environment_defaults(defaults: dict):
+    """`defaults` set in os.environ for the run; afterwards each of them is as it was before (unset if
+    it was unset), whatever the script did to it, so an in-process run (tests, notebooks) leaves no trace
+    for later code and its child processes (a TF 2.15 oracle must not inherit TF_USE_LEGACY_KERAS)."""
+    before = {name: os.environ.get(name) for name in defaults}
+    os.environ.update(defaults)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextlib.contextmanager
