@@ -82,7 +82,7 @@ def test_isinstance_and_replace():
 
 def test_estimator_takes_tf_estimator_positional_order(tmp_path):
     with compat.active():
-        def model_fn(features, labels, mode):
+        def model_fn(features, labels, mode, params):
             raise AssertionError("not called")
 
         estimator = tf.estimator.Estimator(model_fn, str(tmp_path / "m"), RunConfig(), {"a": 1}, str(tmp_path))

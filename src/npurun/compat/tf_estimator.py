@@ -71,6 +71,7 @@ def _make_estimator():
         """
 
         def __init__(self, model_fn, model_dir=None, config=None, params=None, warm_start_from=None):
+            _check_not_overridden(Estimator, type(self))
             super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
                              warm_start_from=warm_start_from)
 
@@ -89,6 +90,23 @@ def _make_estimator():
     Estimator.__module__ = "tensorflow.estimator"
     Estimator.__qualname__ = "Estimator"
     return Estimator
+
+
+# Members a subclass may override, as tf.estimator allows (model_fn, latest_checkpoint, its private hooks).
+_OVERRIDABLE = {"model_fn", "latest_checkpoint"}
+
+
+def _check_not_overridden(base, cls) -> None:
+    """tf.estimator's rule: a subclass of Estimator may add methods but not override its public ones
+    (the Estimator calls them itself, so an override would change train/evaluate behind its back)."""
+    if cls is base or cls.__name__ == "TPUEstimator":  # TPUEstimator is special-cased by tf.estimator too
+        return
+    public = {name for name in dir(base) if not name.startswith("_")} - _OVERRIDABLE
+    overridden = sorted(name for klass in cls.__mro__[:cls.__mro__.index(base)] for name in vars(klass)
+                        if name in public and getattr(cls, name) is not getattr(base, name))
+    if overridden:
+        raise ValueError(f"Subclasses of Estimator cannot override members of Estimator. {cls} does override "
+                         f"{overridden}")
 
 
 # ---- inputs.numpy_input_fn --------------------------------------------------------------------------

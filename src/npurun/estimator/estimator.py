@@ -53,14 +53,14 @@ class NPUEstimator:
         if not isinstance(config, NPURunConfig):
             raise ValueError(f"NPUEstimator: config must be an instance of `RunConfig` (an npurun.NPURunConfig); "
                              f"got {type(config).__name__}")
-        building.check_model_fn(model_fn)
+        building.check_model_fn(model_fn, params)
         if job_start_file:
             warnings.warn("NPUEstimator: job_start_file has no effect here (the cluster comes from TF_CONFIG / "
                           "RANK_ID)", UserWarning, stacklevel=2)
         self._model_fn = model_fn
         self._config = config
         self._params = dict(params or {})
-        self._model_dir = resolve_model_dir(config.model_dir, model_dir)
+        self._model_dir = resolve_model_dir(config.model_dir, model_dir or None)  # '' is "not given", as in tf
         self._config = tf_conformance.config_with_model_dir(config, self._model_dir)
         self._warm_start_from = warm_start_from
         self.last_plan = None  # the SessionPlan of the most recent session, for inspection
@@ -80,7 +80,12 @@ class NPUEstimator:
 
     @property
     def model_fn(self) -> Callable:
-        return self._model_fn
+        """model_fn bound to this estimator's params: `model_fn(features, labels, mode, config)`
+        returning its EstimatorSpec (tf.estimator's fixed signature)."""
+        def public_model_fn(features, labels, mode, config):
+            return building.call_model_fn(self._model_fn, features, labels, mode, self._params, config)
+
+        return public_model_fn
 
     # ---- helpers shared by the modes ----------------------------------------------------------------
     def call_model_fn(self, features, labels, mode):
@@ -112,8 +117,9 @@ class NPUEstimator:
         if self._config.graph_run_mode == 0:
             raise ValueError("NPUEstimator.train: graph_run_mode=0 is inference mode; training needs "
                              "graph_run_mode=1 (NPURunConfig)")
+        tf_conformance.check_not_evaluator(self._config)
         tf_conformance.check_steps(steps, max_steps)
-        tf_conformance.check_listeners(saving_listeners)
+        tf_conformance.check_listeners(saving_listeners, self._config, hooks)
         rules.check_ps_tasks_have_strategy(self._config.options, self._config.cluster)
         hooks = check_hooks(hooks, "NPUEstimator.train", _HOOKS_WORDING)
         if max_steps is not None:
@@ -157,6 +163,10 @@ class NPUEstimator:
             spec = built.spec
             with built.graph.as_default():
                 metrics = dict(spec.eval_metric_ops)
+                if "global_step" in metrics:
+                    raise ValueError("Metric with name `global_step` is not allowed, because Estimator already "
+                                     "defines a default metric with the same name (the evaluated checkpoint's "
+                                     "step); rename the metric")
                 if "loss" not in metrics:
                     metrics["loss"] = _v1.metrics.mean(spec.loss)
                 update = tf.group(*[pair[1] for pair in metrics.values()])
@@ -183,7 +193,7 @@ class NPUEstimator:
                 results["global_step"] = int(sess.run(built.global_step))
                 runner.end(sess)
         if self._config.is_chief:
-            _write_eval_summaries(self.eval_dir(name), results)
+            _write_eval_summaries(self.eval_dir(name), results, restored)
         logger.info("Evaluation at step %d: %s", results["global_step"],
                     ", ".join(f"{k} = {v}" for k, v in sorted(results.items())))
         return results
@@ -316,10 +326,36 @@ def _run_until_end(sess, runner, update, steps, options):
     return done
 
 
-def _write_eval_summaries(directory, results):
-    values = [_v1.Summary.Value(tag=key, simple_value=float(value)) for key, value in results.items()
-              if key != "global_step" and np.ndim(value) == 0]
-    building.write_eval_summary(directory, _v1.Summary(value=values), results["global_step"])
+def _write_eval_summaries(directory, results, checkpoint_path):
+    """The results as tf.estimator writes them: numbers as scalars, arrays as tensor summaries,
+    serialised Summary protos (tf.compat.v1.summary ops used as metric values) with their values
+    tagged `<key>/<i>`; then the evaluated checkpoint's path as a string tensor `checkpoint_path`."""
+    summary = _v1.Summary()
+    for key, value in results.items():
+        if key == "global_step" or value is None:
+            continue
+        if isinstance(value, bytes):
+            try:
+                parsed = _v1.Summary.FromString(value)
+            except Exception:  # protobuf's DecodeError: not a Summary
+                logger.warning("Skipping summary for %s, cannot parse string to Summary.", key)
+                continue
+            for i, item in enumerate(parsed.value):
+                item.tag = f"{key}/{i}"
+            summary.value.extend(parsed.value)
+        elif isinstance(value, (float, int, np.floating, np.integer)):
+            summary.value.add(tag=key, simple_value=float(value))
+        elif isinstance(value, np.ndarray):
+            summary.value.add(tag=key, node_name=key).tensor.CopyFrom(tf.make_tensor_proto(value))
+        else:
+            logger.warning("Skipping summary for %s, must be a float, np.float32, np.int64, np.int32 or int or "
+                           "np.ndarray or a serialized string of Summary.", key)
+    building.write_eval_summary(directory, summary, results["global_step"])
+    if checkpoint_path:
+        path_summary = _v1.Summary()
+        path_summary.value.add(tag="checkpoint_path").tensor.CopyFrom(
+            tf.make_tensor_proto(os.fsdecode(checkpoint_path), dtype=tf.string))
+        building.write_eval_summary(directory, path_summary, results["global_step"])
 
 
 def _select(predictions, keys):

@@ -1,6 +1,7 @@
 """Calling user functions with the arguments they name, and turning input_fn results into tensors."""
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
@@ -9,13 +10,22 @@ import tensorflow as tf
 
 
 def fn_args(fn: Callable) -> tuple:
-    """The names a function (or functools.partial, or callable object) accepts as arguments."""
+    """The names a function (or functools.partial, or callable object) accepts as arguments.
+
+    Arguments a functools.partial already binds by keyword are not counted, as tf.estimator's
+    fn_args does: `partial(model_fn, foo=1)` is a model_fn of the remaining arguments.
+    """
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return ()
+    bound = set()
+    inner = fn
+    while isinstance(inner, functools.partial):
+        bound.update(inner.keywords or {})
+        inner = inner.func
     return tuple(name for name, p in signature.parameters.items()
-                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in bound)
 
 
 def call_with_accepted(fn: Callable, available: Mapping[str, Any], what: str, required=()):

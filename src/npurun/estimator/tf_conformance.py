@@ -51,10 +51,26 @@ def check_restored_shapes(graph, prefix) -> None:
                 f"train in a new model_dir")
 
 
-def check_listeners(listeners) -> None:
+def check_listeners(listeners, config, hooks) -> None:
+    """Listeners are CheckpointSaverListeners, and something saves checkpoints for them to hear."""
     for listener in listeners or ():
         if not isinstance(listener, _v1.train.CheckpointSaverListener):
             raise TypeError(f"saving_listeners must be a list of CheckpointSaverListener, given: {listener!r}")
+    saver_hooks = [h for h in hooks or () if isinstance(h, _v1.train.CheckpointSaverHook)]
+    if listeners and not (config.save_checkpoints_steps or config.save_checkpoints_secs or saver_hooks):
+        raise ValueError("There should be a CheckpointSaverHook to use saving_listeners. Please set one of the "
+                         "RunConfig.save_checkpoints_steps or RunConfig.save_checkpoints_secs. (This config saves "
+                         "no checkpoints, so the listeners would never be called.)")
+
+
+def check_not_evaluator(config) -> None:
+    """train() in an evaluator task is a mistake tf.estimator refuses. (A ps task's train() serves the
+    variables here, as docs/distributed.md says, where tf.estimator refused it too.)"""
+    task_type = getattr(config, "task_type", None)
+    if task_type == "evaluator":
+        raise ValueError(f"Train has been called wrong configuration. Please use tf.estimator.train_and_evaluate "
+                         f"which calls proper API according to given configuration. Current configuration: "
+                         f"task_type={task_type!r} (an {task_type} task does not train)")
 
 
 def check_steps(steps, max_steps) -> None:
