@@ -187,3 +187,30 @@ def test_evaluation_results_of_every_kind_are_written_as_tf_estimator_writes_the
     step, path_value = values["checkpoint_path"]
     assert step == 3 and tf.make_ndarray(path_value.tensor).item().decode() == estimator.latest_checkpoint()
     assert "nested" not in values
+
+
+def test_spec_replace_keeps_the_mode_and_checks_again_and_scaffold_defaults():
+    from npurun.estimator import ModeKeys
+
+    with tf.Graph().as_default():
+        loss = tf.constant(1.0)
+        spec = _spec(mode=ModeKeys.EVAL, loss=loss)
+        assert isinstance(spec.scaffold, v1.train.Scaffold) and spec.scaffold.saver is None
+        assert spec._replace(loss=tf.constant(2.0)).loss is not loss
+        with pytest.raises(ValueError, match="mode of EstimatorSpec cannot be changed"):
+            spec._replace(mode=ModeKeys.TRAIN)
+        with pytest.raises(ValueError, match="Loss must be scalar"):
+            spec._replace(loss=tf.constant([1.0, 2.0]))
+
+
+def test_a_keras_metric_without_update_state_is_named_first():
+    import tf_keras
+
+    from npurun.estimator import ModeKeys
+
+    with tf.Graph().as_default():
+        metric = tf_keras.metrics.Mean()  # made in another graph and never updated
+    with tf.Graph().as_default():
+        loss = tf.constant(1.0)
+        with pytest.raises(ValueError, match=r"Please call update_state\(\.\.\.\)"):
+            _spec(mode=ModeKeys.EVAL, loss=loss, eval_metric_ops={"mean": metric})
