@@ -146,7 +146,8 @@ def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
 def build_raw_supervised_input_receiver_fn(features, labels, default_batch_size=None):
     """A receiver fn feeding features and labels (tensors or dicts of tensors) through placeholders;
     their names must not collide. Returns SupervisedInputReceiver(features, labels, receiver_tensors)."""
-    feature_specs, label_specs = _as_dict(features, SINGLE_FEATURE_KEY), _as_dict(labels, SINGLE_LABEL_KEY)
+    # A single feature tensor is fed as `input`, a single label as `label` (tf.estimator's receiver names).
+    feature_specs, label_specs = _as_dict(features, SINGLE_RECEIVER_KEY), _as_dict(labels, SINGLE_LABEL_KEY)
     clash = set(feature_specs) & set(label_specs)
     if clash:
         raise ValueError(f"build_raw_supervised_input_receiver_fn: features and labels cannot share names; "
@@ -157,10 +158,21 @@ def build_raw_supervised_input_receiver_fn(features, labels, default_batch_size=
         label_holders = _placeholders(label_specs, default_batch_size)
         receiver_tensors = {**feature_holders, **label_holders}
         return SupervisedInputReceiver(
-            feature_holders if isinstance(features, dict) else feature_holders[SINGLE_FEATURE_KEY],
+            feature_holders if isinstance(features, dict) else feature_holders[SINGLE_RECEIVER_KEY],
             label_holders if isinstance(labels, dict) else label_holders[SINGLE_LABEL_KEY], receiver_tensors)
 
     return receiver_fn
+
+
+def build_supervised_input_receiver_fn_from_input_fn(input_fn, **input_fn_args):
+    """A receiver fn whose placeholders match what `input_fn(**input_fn_args)` returns: a
+    (features, labels) tuple or a Dataset of them. input_fn runs once here, in a graph of its own, only
+    to read dtypes and shapes (see build_raw_supervised_input_receiver_fn)."""
+    from .inputs import make_input
+
+    with tf.Graph().as_default():
+        made = make_input(input_fn(**input_fn_args))
+    return build_raw_supervised_input_receiver_fn(made.features, made.labels)
 
 
 def build_parsing_serving_input_receiver_fn(feature_spec, default_batch_size=None):

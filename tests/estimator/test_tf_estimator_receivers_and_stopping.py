@@ -1,0 +1,82 @@
+"""tf.estimator conformance: supervised receivers, early stopping on damaged event files and
+BestExporter's first export, as TensorFlow 2.15's tf.estimator has them; a behaviour each."""
+import os
+
+import pytest
+import tensorflow as tf
+
+from npurun.estimator import early_stopping, experimental, export, exporters
+
+v1 = tf.compat.v1
+
+
+def test_raw_supervised_receiver_names_a_single_feature_input_and_a_single_label_label():
+    features = {"feature_1": tf.constant(["hello"]), "feature_2": tf.constant([42])}
+    labels = {"foo": tf.constant([5]), "bar": tf.constant([6])}
+    with tf.Graph().as_default():
+        receiver = experimental.build_raw_supervised_input_receiver_fn(features["feature_1"], labels)()
+        assert isinstance(receiver.features, tf.Tensor)
+        assert set(receiver.receiver_tensors) == {"input", "foo", "bar"}
+        receiver = experimental.build_raw_supervised_input_receiver_fn(features["feature_1"], labels["foo"])()
+        assert set(receiver.receiver_tensors) == {"input", "label"}
+        assert receiver.receiver_tensors["input"].dtype == tf.string
+
+
+def test_supervised_receiver_from_an_input_fn_and_its_arguments():
+    def input_fn(feature_key="x"):
+        return ({feature_key: tf.constant([[1], [1]]), "y": tf.constant(["hello", "goodbye"])},
+                {"my_label": tf.constant([[1], [1]])})
+
+    outer = tf.Graph()
+    with outer.as_default():
+        receiver = export.build_supervised_input_receiver_fn_from_input_fn(input_fn, feature_key="z")()
+    assert set(receiver.features) == {"z", "y"} and set(receiver.labels) == {"my_label"}
+    assert set(receiver.receiver_tensors) == {"z", "y", "my_label"}
+    assert receiver.features["z"].graph is outer and receiver.features["z"].shape.as_list() == [None, 1]
+    assert receiver.features["y"].dtype == tf.string
+
+
+def _write_losses(directory, losses):
+    with tf.Graph().as_default():
+        writer = v1.summary.FileWriter(directory)
+        for step, loss in losses:
+            writer.add_summary(v1.Summary(value=[v1.Summary.Value(tag="loss", simple_value=loss)]), step)
+        writer.close()
+    return os.path.join(directory, os.listdir(directory)[0])
+
+
+def test_a_damaged_event_file_keeps_what_was_read_before_the_damage(tmp_path):
+    path = _write_losses(str(tmp_path), [(1, 1.0), (2, 3.0)])
+    data = open(path, "rb").read()
+    with open(path, "wb") as damaged:  # the last record's checksum no longer matches
+        damaged.write(data[:-3] + b"\0\0\0")
+    assert dict(early_stopping.read_eval_metrics(str(tmp_path))) == {1: {"loss": 1.0}}
+
+
+def test_early_stopping_needs_an_estimator():
+    with pytest.raises(TypeError, match="must have type `tf.estimator.Estimator`"):
+        experimental.make_early_stopping_hook(estimator=object(), should_stop_fn=lambda: True)
+
+
+class _FakeEstimator:
+    """What BestExporter asks of an estimator: model_dir and export_saved_model."""
+
+    def __init__(self, model_dir):
+        self.model_dir = model_dir
+        self.exports = []
+
+    def export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra=None, as_text=False,
+                           checkpoint_path=None):
+        self.exports.append(checkpoint_path)
+        return f"export-{len(self.exports)}"
+
+
+def test_best_exporter_exports_on_its_first_call_then_only_better_results(tmp_path):
+    _write_losses(str(tmp_path / "eval"), [(1, 50.0), (2, 60.0)])  # a previous run's evaluations
+    estimator = _FakeEstimator(str(tmp_path))
+    best = exporters.BestExporter(serving_input_receiver_fn=lambda: None, exports_to_keep=None)
+    base = str(tmp_path / "export" / "best")
+    assert best.export(estimator, base, "ckpt-3", {"loss": 100.0}, False) == "export-1"
+    assert best.export(estimator, base, "ckpt-4", {"loss": 120.0}, False) is None
+    assert best.export(estimator, base, "ckpt-5", {"loss": 10.0}, False) == "export-2"
+    assert estimator.exports == ["ckpt-3", "ckpt-5"]
