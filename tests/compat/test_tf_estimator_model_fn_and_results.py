@@ -214,3 +214,50 @@ def test_a_keras_metric_without_update_state_is_named_first():
         loss = tf.constant(1.0)
         with pytest.raises(ValueError, match=r"Please call update_state\(\.\.\.\)"):
             _spec(mode=ModeKeys.EVAL, loss=loss, eval_metric_ops={"mean": metric})
+
+
+def _linear_model_fn(features, labels, mode):
+    w = v1.get_variable("w", [1, 1], initializer=v1.zeros_initializer())
+    predictions = tf.matmul(features["x"], w)
+    if mode == "infer":
+        return _spec(mode=mode, predictions={"y": predictions})
+    loss = tf.reduce_mean(tf.square(predictions - labels))
+    train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, v1.train.get_global_step())
+    return _spec(mode=mode, loss=loss, train_op=train_op)
+
+
+def test_an_evaluator_task_evaluates_the_checkpoints_others_write(tmp_path, monkeypatch):
+    import json
+
+    model_dir = str(tmp_path / "model")
+    trainer = _estimator_class()(_linear_model_fn, model_dir, config=RunConfig(save_checkpoints_steps=2))
+    trainer.train(_input_fn, max_steps=4)  # what the chief wrote
+
+    cluster = {"chief": ["host0:2222"], "worker": ["host1:2222"]}
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "evaluator", "index": 0}}))
+    evaluator = _estimator_class()(_linear_model_fn, model_dir, config=RunConfig())
+    from npurun.estimator import EvalSpec, TrainSpec, exporters, train_and_evaluate
+
+    final = exporters.FinalExporter("final", _receiver_fn())
+    result, exports = train_and_evaluate(evaluator, TrainSpec(_input_fn, max_steps=4),
+                                         EvalSpec(_input_fn, steps=1, exporters=[final], start_delay_secs=0,
+                                                  throttle_secs=0))
+    assert result["global_step"] == 4 and trainer.get_variable_value("global_step") == 4  # nothing trained
+    assert len(exports) == 1 and os.path.isdir(os.fsdecode(exports[0]))
+    from npurun.estimator.early_stopping import read_eval_metrics
+
+    assert 4 in read_eval_metrics(evaluator.eval_dir())  # the evaluator writes the evaluation events
+
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "evaluator", "index": 1}}))
+    second = _estimator_class()(_linear_model_fn, model_dir, config=RunConfig())
+    with pytest.raises(ValueError, match="there can only be one `evaluator` task"):
+        train_and_evaluate(second, TrainSpec(_input_fn, max_steps=4), EvalSpec(_input_fn))
+
+
+def _receiver_fn():
+    from npurun.estimator import export
+
+    def receiver():
+        x = v1.placeholder(tf.float32, [None, 1], name="x")
+        return export.ServingInputReceiver({"x": x}, {"x": x})
+    return receiver

@@ -192,7 +192,8 @@ class NPUEstimator:
                     results = sess.run(values)
                 results["global_step"] = int(sess.run(built.global_step))
                 runner.end(sess)
-        if self._config.is_chief:
+        # The chief writes evaluation summaries, and an evaluator task (its evaluations are the eval events).
+        if self._config.is_chief or getattr(self._config, "task_type", None) == "evaluator":
             _write_eval_summaries(self.eval_dir(name), results, restored)
         logger.info("Evaluation at step %d: %s", results["global_step"],
                     ", ".join(f"{k} = {v}" for k, v in sorted(results.items())))
