@@ -109,36 +109,8 @@ def _check_not_overridden(base, cls) -> None:
                          f"{overridden}")
 
 
-# ---- inputs.numpy_input_fn --------------------------------------------------------------------------
-def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_capacity=1000, num_threads=1):
-    """tf.estimator.inputs.numpy_input_fn as a tf.data pipeline.
-
-    `x` is an array or a dict of arrays (features), `y` an array or dict or None. `shuffle` must be
-    given (True or False), as in TF 1.x. `num_epochs=None` repeats forever; otherwise the last batch
-    may be smaller. `queue_capacity` is the shuffle buffer; `num_threads` is accepted.
-    """
-    import numpy as np
-    import tensorflow as tf
-
-    if not isinstance(shuffle, bool):
-        raise ValueError(f"numpy_input_fn: shuffle must be given as a bool; got {shuffle!r}")
-    arrays = dict(x) if isinstance(x, dict) else np.asarray(x)
-    lengths = {len(v) for v in (arrays.values() if isinstance(arrays, dict) else [arrays])}
-    if y is not None:
-        lengths |= {len(v) for v in (y.values() if isinstance(y, dict) else [y])}
-    if len(lengths) != 1:
-        raise ValueError(f"numpy_input_fn: x and y must have the same length; got lengths {sorted(lengths)}")
-
-    def input_fn():
-        elements = arrays if y is None else (arrays, y)
-        dataset = tf.data.Dataset.from_tensor_slices(elements)
-        if shuffle:
-            dataset = dataset.shuffle(max(int(queue_capacity), 1))
-        dataset = dataset.repeat(num_epochs).batch(batch_size)
-        return dataset.prefetch(1)
-
-    return input_fn
-
+# ---- inputs.numpy_input_fn: numpy_inputs.py ---------------------------------------------------------
+from .numpy_inputs import numpy_input_fn  # noqa: E402
 
 inputs = types.SimpleNamespace(numpy_input_fn=numpy_input_fn)
 

@@ -15,7 +15,7 @@ from ..distribute import errors as distribute_errors
 from ..runtime.plan import build_plan
 from . import building, checkpoints, export as export_lib, model_dir_lock, preemption, tf_conformance, training_graph
 from .hooks import HookRunner
-from .inputs import call_with_accepted, make_input
+from .inputs import call_with_accepted, estimator_call, make_input
 from .model_dir import resolve_model_dir
 from .spec import ModeKeys, check_hooks
 
@@ -98,7 +98,9 @@ class NPUEstimator:
     def _input_maker(self, input_fn, mode, holder: dict, get_next: bool = True, transform=None):
         def make():
             available = {"mode": mode, "params": self._params, "config": self._config}
-            holder["input"] = make_input(call_with_accepted(input_fn, available, "input_fn"), get_next, transform)
+            with estimator_call():
+                result = call_with_accepted(input_fn, available, "input_fn")
+            holder["input"] = make_input(result, get_next, transform)
             return holder["input"].features, holder["input"].labels
         return make
 

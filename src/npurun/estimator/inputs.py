@@ -1,8 +1,10 @@
 """Calling user functions with the arguments they name, and turning input_fn results into tensors."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
@@ -26,6 +28,27 @@ def fn_args(fn: Callable) -> tuple:
         inner = inner.func
     return tuple(name for name, p in signature.parameters.items()
                  if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in bound)
+
+
+_calls = threading.local()
+
+
+@contextlib.contextmanager
+def estimator_call():
+    """Marks an input_fn call made by the Estimator itself (see `called_by_estimator`)."""
+    depth = getattr(_calls, "depth", 0)
+    _calls.depth = depth + 1
+    try:
+        yield
+    finally:
+        _calls.depth = depth
+
+
+def called_by_estimator() -> bool:
+    """Whether the input_fn running now was called by an Estimator. tf.estimator's numpy_input_fn
+    returns tensors; here it gives the Estimator a Dataset (whose position checkpoints keep and
+    device loops read) and anyone else tf.estimator's (features, labels) tensors."""
+    return getattr(_calls, "depth", 0) > 0
 
 
 def call_with_accepted(fn: Callable, available: Mapping[str, Any], what: str, required=()):
