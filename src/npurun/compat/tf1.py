@@ -13,8 +13,6 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   `tensorflow.python.framework.graph_util.convert_variables_to_constants` exists again;
 - `from tensorflow.python.keras[.x] import y` gives tf-keras's module (`tf_keras.src[.x]`), the Keras
   the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session).
-- NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
-  as in the NumPy of TensorFlow 1.15.
 - With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
   shapes and tensor equality, v1 control flow) is switched on when a script first imports
   TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
@@ -47,8 +45,6 @@ _EXTRA_MODULES = {
 _IMPLEMENTATION_PACKAGES = ("python", "core", "contrib", "examples", "tools", "lite", "compiler", "_api", "include",
                             "dtensor", "tsl", "xla_aot_runtime_src")
 _LAYERS_DEPRECATED = r"`tf\.layers\.\w+` is deprecated"
-_NUMPY_ALIASES = {"float": float, "int": int, "bool": bool, "object": object, "str": str, "complex": complex,
-                  "long": int, "unicode": str}
 _NPURUN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -265,24 +261,6 @@ class TF1World:
             if not hasattr(obj, attribute):
                 setattr(obj, attribute, value)
                 self._patched.append((obj, attribute))
-        if self.scripts_get_tf1:
-            self._numpy_aliases()
-
-    def _numpy_aliases(self):
-        """NumPy's aliases of Python types that TensorFlow 1.15's NumPy (< 1.24) still had: `np.float`,
-        `np.int`, `np.bool`, ... (70, 95 and 47 ModelZoo folders use these three). NumPy 1.24 removed them;
-        each is the builtin it always was. Names NumPy has again (NumPy 2's `np.long`) are left alone."""
-        import numpy
-
-        for attribute, value in _NUMPY_ALIASES.items():
-            if attribute not in numpy.__dict__:
-                try:
-                    getattr(numpy, attribute)
-                    continue  # provided by NumPy itself (its module __getattr__)
-                except AttributeError:
-                    pass
-                setattr(numpy, attribute, value)
-                self._patched.append((numpy, attribute))
 
     def uninstall(self):
         while self._finder in sys.meta_path:

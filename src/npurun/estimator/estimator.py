@@ -173,6 +173,7 @@ class NPUEstimator:
                     metrics["loss"] = _v1.metrics.mean(spec.loss)
                 update = tf.group(*[pair[1] for pair in metrics.values()])
                 values = {key: pair[0] for key, pair in metrics.items()}
+                self._maybe_warm_start(path)
                 runner, saver, ops = _prepare_restore(built, holder, hooks, spec.evaluation_hooks, plan)
             built.graph.finalize()
             with built.session(plan.target) as sess, distribute_errors.explained(self._config):
@@ -226,8 +227,16 @@ class NPUEstimator:
         with plan.environment():
             built = building.ModeGraph(self, ModeKeys.PREDICT, plan, features_only)
             spec = built.spec
+            if holder["input"].dataset is None and not built.graph.get_collection(_v1.GraphKeys.QUEUE_RUNNERS):
+                # tf.estimator's warning, through tf.compat.v1.logging as tf.estimator wrote it (looked up now:
+                # the module a script imports, so what it patches or configures applies)
+                import tensorflow.compat.v1 as tf1
+
+                tf1.logging.warning("Input graph does not use tf.data.Dataset or contain a QueueRunner. That means "
+                                    "predict yields forever. This is probably a mistake.")
             predictions = _select(spec.predictions, predict_keys)
             with built.graph.as_default():
+                self._maybe_warm_start(path)
                 runner, saver, ops = _prepare_restore(built, holder, hooks, spec.prediction_hooks, plan)
             built.graph.finalize()
             with built.session(plan.target) as sess:
@@ -263,6 +272,10 @@ class NPUEstimator:
         `serving_default` (model_fn's `predictions`, or its `export_outputs`).
         """
         path = self._checkpoint_to_use(checkpoint_path)
+        if path is None and self._warm_start_from is not None:  # as tf.estimator: export the warm-start model
+            from .warm_start import source_checkpoint
+
+            path = checkpoint_path = source_checkpoint(self._warm_start_from)
         if path is None:
             raise ValueError(f"NPUEstimator.export_saved_model: Couldn't find trained model at {self._model_dir} "
                              f"(no checkpoint; train first or give checkpoint_path)")
@@ -283,6 +296,11 @@ class NPUEstimator:
     def get_variable_value(self, name: str):
         """The value of variable `name` in the newest readable checkpoint (a numpy array)."""
         return checkpoints.read_newest(self._model_dir, lambda path: tf.train.load_variable(path, name))
+
+    def _maybe_warm_start(self, checkpoint):
+        """Without a checkpoint of its own, evaluate/predict start from warm_start_from (tf.estimator's rule)."""
+        if checkpoint is None and self._warm_start_from is not None:
+            building.warm_start(self._warm_start_from)
 
     def _checkpoint_to_use(self, checkpoint_path):
         if checkpoint_path is None:

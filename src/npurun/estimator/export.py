@@ -232,7 +232,10 @@ def export(estimator, plan, export_dir_base, serving_input_receiver_fn, checkpoi
         with built.graph.as_default():
             signatures = signature_defs(built.spec, holder["receiver"])
             saver = built.saver()
-            local_init = building.local_init_op(built.graph)
+            # As tf.estimator: the scaffold's local_init_op, if any, is what loading the SavedModel runs.
+            local_init = getattr(built.spec.scaffold, "local_init_op", None)
+            if local_init is None:
+                local_init = building.local_init_op(built.graph)
         export_dir, temp_dir = _new_export_dirs(export_dir_base)
         with built.session(plan.target) as sess:
             if checkpoint_path is None:  # the newest that restores now (a training job may evict)

@@ -32,8 +32,13 @@ def device_fn_scope(config):
     return _v1.get_default_graph().device(device_fn) if device_fn is not None else contextlib.nullcontext()
 
 
-class CheckpointShapeError(ValueError):
-    """A checkpoint holds a variable with another shape than the model's."""
+class CheckpointShapeError(ValueError, tf.errors.InvalidArgumentError):
+    """A checkpoint holds a variable with another shape than the model's.
+
+    Also the InvalidArgumentError tf.estimator raises there, with its first sentence."""
+
+    def __init__(self, message):
+        tf.errors.InvalidArgumentError.__init__(self, None, None, message)
 
 
 def check_restored_shapes(graph, prefix) -> None:
@@ -46,7 +51,9 @@ def check_restored_shapes(graph, prefix) -> None:
         graph_shape = variable.shape
         if name in shapes and graph_shape.is_fully_defined() and list(shapes[name]) != graph_shape.as_list():
             raise CheckpointShapeError(
-                f"Checkpoint {prefix}: variable {name!r} has shape {list(shapes[name])} in the checkpoint but "
+                f"Restoring from checkpoint failed. This is most likely due to a mismatch between the current "
+                f"graph and the graph from the checkpoint. Checkpoint {prefix}: variable {name!r} has shape "
+                f"{list(shapes[name])} in the checkpoint but "
                 f"{graph_shape.as_list()} in the model's graph. Restore it into a model of the same shape, or "
                 f"train in a new model_dir")
 
