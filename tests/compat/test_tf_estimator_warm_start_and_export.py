@@ -118,4 +118,6 @@ def test_predict_warns_when_the_input_never_ends(tmp_path, caplog):
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="tensorflow"):
         next(estimator.predict(lambda: tf.data.Dataset.from_tensors({"x": [[1.0]]})))
+        one_shot = v1.data.make_one_shot_iterator  # features read from an iterator end by themselves too
+        next(estimator.predict(lambda: {"age": one_shot(tf.data.Dataset.from_tensors([1])).get_next()}))
     assert "QueueRunner" not in caplog.text

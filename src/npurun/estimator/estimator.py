@@ -227,7 +227,7 @@ class NPUEstimator:
         with plan.environment():
             built = building.ModeGraph(self, ModeKeys.PREDICT, plan, features_only)
             spec = built.spec
-            if holder["input"].dataset is None and not built.graph.get_collection(_v1.GraphKeys.QUEUE_RUNNERS):
+            if not _has_dataset_or_queue_runner(holder["input"], built.graph):
                 # tf.estimator's warning, through tf.compat.v1.logging as tf.estimator wrote it (looked up now:
                 # the module a script imports, so what it patches or configures applies)
                 import tensorflow.compat.v1 as tf1
@@ -310,6 +310,15 @@ class NPUEstimator:
             raise ValueError(f"No readable checkpoint at {checkpoint_path!r}")
         return path
 
+
+
+def _has_dataset_or_queue_runner(inp, graph) -> bool:
+    """Whether predict's input ends by itself: a Dataset, features read from an iterator (top level,
+    as tf.estimator checks), or queue runners."""
+    if inp.dataset is not None or graph.get_collection(_v1.GraphKeys.QUEUE_RUNNERS):
+        return True
+    return any(isinstance(t, tf.Tensor) and t.op.type in ("IteratorGetNext", "IteratorGetNextSync")
+               for t in tf.nest.flatten(inp.features))
 
 
 def _explicit(given, resolved):
