@@ -121,3 +121,30 @@ def test_predict_warns_when_the_input_never_ends(tmp_path, caplog):
         one_shot = v1.data.make_one_shot_iterator  # features read from an iterator end by themselves too
         next(estimator.predict(lambda: {"age": one_shot(tf.data.Dataset.from_tensors([1])).get_next()}))
     assert "QueueRunner" not in caplog.text
+
+
+def _variable_node(export_dir, name="weight"):
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved = saved_model_pb2.SavedModel()
+    with open(f"{export_dir}/saved_model.pb", "rb") as proto:
+        saved.ParseFromString(proto.read())
+    return [n for n in saved.meta_graphs[0].graph_def.node if n.name == name][0]
+
+
+def test_export_copies_the_graphs_assets_and_export_savedmodel_keeps_default_attributes(tmp_path):
+    estimator = _estimator(_make_model_fn(1.0), str(tmp_path / "model"))
+    estimator.train(_input_fn, steps=1)
+    vocabulary = tmp_path / "my_vocab_file"
+    vocabulary.write_text("a\nb\n")
+
+    def receiver_with_asset():
+        receiver = _receiver()
+        v1.add_to_collection(v1.GraphKeys.ASSET_FILEPATHS, tf.constant(str(vocabulary), name="asset_filepath"))
+        return receiver
+
+    export_dir = estimator.export_saved_model(str(tmp_path / "export"), receiver_with_asset).decode()
+    assert open(f"{export_dir}/assets/my_vocab_file").read() == "a\nb\n"
+    assert "container" not in _variable_node(export_dir).attr  # export_saved_model strips default attributes
+    kept = estimator.export_savedmodel(str(tmp_path / "old"), _receiver, strip_default_attrs=False)
+    assert "container" in _variable_node(kept.decode()).attr  # the deprecated name keeps them unless asked

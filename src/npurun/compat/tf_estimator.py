@@ -85,7 +85,11 @@ def _make_estimator():
                                               as_text=as_text, checkpoint_path=checkpoint_path)
             return os.fsencode(path)
 
-        export_savedmodel = export_saved_model
+        def export_savedmodel(self, export_dir_base, serving_input_receiver_fn, assets_extra=None, as_text=False,
+                              checkpoint_path=None, strip_default_attrs=False):
+            """tf.estimator's deprecated name, whose exports keep default-valued attributes unless asked."""
+            return os.fsencode(self._export(export_dir_base, serving_input_receiver_fn, assets_extra, as_text,
+                                            checkpoint_path, strip_default_attrs=strip_default_attrs))
 
     Estimator.__module__ = "tensorflow.estimator"
     Estimator.__qualname__ = "Estimator"

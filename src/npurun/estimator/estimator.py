@@ -271,6 +271,12 @@ class NPUEstimator:
         returns its path. The SavedModel loads with plain `tf.saved_model.load` and serves
         `serving_default` (model_fn's `predictions`, or its `export_outputs`).
         """
+        return self._export(export_dir_base, serving_input_receiver_fn, assets_extra, as_text, checkpoint_path)
+
+    export_savedmodel = export_saved_model
+
+    def _export(self, export_dir_base, serving_input_receiver_fn, assets_extra, as_text, checkpoint_path,
+                strip_default_attrs=True):
         path = self._checkpoint_to_use(checkpoint_path)
         if path is None and self._warm_start_from is not None:  # as tf.estimator: export the warm-start model
             from .warm_start import source_checkpoint
@@ -280,9 +286,8 @@ class NPUEstimator:
             raise ValueError(f"NPUEstimator.export_saved_model: Couldn't find trained model at {self._model_dir} "
                              f"(no checkpoint; train first or give checkpoint_path)")
         return export_lib.export(self, self._plan(ModeKeys.PREDICT), export_dir_base, serving_input_receiver_fn,
-                                 _explicit(checkpoint_path, path), assets_extra=assets_extra, as_text=as_text)
-
-    export_savedmodel = export_saved_model
+                                 _explicit(checkpoint_path, path), assets_extra=assets_extra, as_text=as_text,
+                                 strip_default_attrs=strip_default_attrs)
 
     # ---- checkpoints ----------------------------------------------------------------------------------------
     def latest_checkpoint(self) -> Optional[str]:

@@ -212,9 +212,10 @@ def signature_defs(spec, receiver) -> dict:
 
 
 def export(estimator, plan, export_dir_base, serving_input_receiver_fn, checkpoint_path, assets_extra=None,
-           as_text=False) -> str:
+           as_text=False, strip_default_attrs=True) -> str:
     """Write the SavedModel (see NPUEstimator.export_saved_model); returns the export directory.
-    `checkpoint_path` None: the newest checkpoint of the model_dir that restores."""
+    `checkpoint_path` None: the newest checkpoint of the model_dir that restores. Files the graph lists
+    as assets (the ASSET_FILEPATHS collection, e.g. vocabularies) are copied into `assets/`."""
     if isinstance(export_dir_base, bytes):  # tf.estimator accepts (and returns) bytes paths
         export_dir_base = export_dir_base.decode("utf-8")
     export_dir_base = os.fspath(export_dir_base)
@@ -248,7 +249,8 @@ def export(estimator, plan, export_dir_base, serving_input_receiver_fn, checkpoi
             builder = _v1.saved_model.Builder(temp_dir)
             builder.add_meta_graph_and_variables(
                 sess, [_v1.saved_model.tag_constants.SERVING], signature_def_map=signatures,
-                main_op=local_init, strip_default_attrs=True, clear_devices=True, saver=saver)
+                assets_collection=built.graph.get_collection(_v1.GraphKeys.ASSET_FILEPATHS) or None,
+                main_op=local_init, strip_default_attrs=strip_default_attrs, clear_devices=True, saver=saver)
             builder.save(as_text)
     for dest_rel, source in (assets_extra or {}).items():
         dest = os.path.join(temp_dir, "assets.extra", dest_rel)
