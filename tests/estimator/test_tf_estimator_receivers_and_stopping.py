@@ -80,3 +80,24 @@ def test_best_exporter_exports_on_its_first_call_then_only_better_results(tmp_pa
     assert best.export(estimator, base, "ckpt-4", {"loss": 120.0}, False) is None
     assert best.export(estimator, base, "ckpt-5", {"loss": 10.0}, False) == "export-2"
     assert estimator.exports == ["ckpt-3", "ckpt-5"]
+
+
+def test_parse_example_specs_add_the_label_and_weight_to_the_features():
+    from npurun.estimator import parsing
+
+    columns = [tf.feature_column.numeric_column("x", shape=(2,))]
+    spec = parsing.classifier_parse_example_spec(columns, "y", weight_column="w")
+    assert spec["y"] == tf.io.FixedLenFeature((1,), tf.int64) and spec["w"].dtype == tf.float32
+    example = tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0, 2.0])),
+        "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[3])),
+        "w": tf.train.Feature(float_list=tf.train.FloatList(value=[0.5]))}))
+    with tf.Graph().as_default(), v1.Session() as sess:  # whichever mode the process is in
+        parsed = sess.run(tf.io.parse_example([example.SerializeToString()], spec))
+    assert parsed["x"].tolist() == [[1.0, 2.0]] and parsed["y"].tolist() == [[3]]
+    regression = parsing.regressor_parse_example_spec(columns, "y", label_dimension=2, label_default=(0.0, 0.0))
+    assert regression["y"] == tf.io.FixedLenFeature((2,), tf.float32, (0.0, 0.0))
+    with pytest.raises(ValueError, match="label should not be used as feature"):
+        parsing.classifier_parse_example_spec(columns, "x")
+    with pytest.raises(ValueError, match="weight_column should be an instance of tf.feature_column.numeric_column"):
+        parsing.classifier_parse_example_spec(columns, "y", weight_column=columns)

@@ -460,6 +460,9 @@ TF_ESTIMATOR = {
         "BaselineRegressor")},
     **{exporter: Mapped(f"{_EST}.exporters:{exporter}") for exporter in (
         "LatestExporter", "BestExporter", "FinalExporter")},
+    **{parse: Mapped(f"{_EST}.parsing:{parse}") for parse in (
+        "classifier_parse_example_spec", "regressor_parse_example_spec")},
+    "VocabInfo": Mapped(f"{_V1_TRAIN}:VocabInfo", "TensorFlow's; WarmStartSettings takes no vocabulary remapping"),
 }
 TF_LAYERS = {name: Mapped(f"npurun.compat.layers:{name}") for name in (
     "dense", "conv1d", "conv2d", "conv3d", "conv2d_transpose", "conv3d_transpose", "separable_conv1d",
