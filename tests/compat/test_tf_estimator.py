@@ -137,6 +137,28 @@ def test_numpy_input_fn_batches_epochs_and_shuffles():
         numpy_input_fn([1, 2], None, shuffle=False)()
 
 
+def test_pandas_input_fn_feeds_columns_and_a_target():
+    import pandas as pd
+
+    from npurun.compat.tf_estimator import pandas_input_fn
+
+    x = pd.DataFrame({"a": np.arange(4) * 1.0, "b": np.arange(32, 36)}, index=np.arange(100, 104))
+    y = pd.Series(np.arange(-32, -28), index=np.arange(100, 104))
+    with tf.Graph().as_default():
+        batches = _run_to_end(pandas_input_fn(x, y, batch_size=3, shuffle=False, num_epochs=1)())
+    assert [list(f["a"]) for f, _ in batches] == [[0, 1, 2], [3]] and list(batches[0][1]) == [-32, -31, -30]
+    labels = pd.DataFrame({"a": np.arange(-32, -28), "t": np.arange(4)}, index=x.index)  # a DataFrame: by column
+    with tf.Graph().as_default():
+        features, target = _run_to_end(pandas_input_fn(x, labels, batch_size=4, shuffle=False)())[0]
+    assert list(features["a"]) == [0, 1, 2, 3] and list(target["a"]) == [-32, -31, -30, -29]
+    with pytest.raises(ValueError, match="Index for x and y are mismatched"):
+        pandas_input_fn(x, pd.Series(np.arange(4)), shuffle=False)
+    with pytest.raises(ValueError, match="Cannot use name a for target column"):
+        pandas_input_fn(x, y, shuffle=False, target_column="a")
+    with pytest.raises(ValueError, match="shuffle must be provided"):
+        pandas_input_fn(x, y)
+
+
 def test_numpy_input_fn_gives_an_estimator_a_dataset(tmp_path):
     """The Estimator gets the Dataset (its position is checkpointed): training resumes where it stopped."""
     from npurun.estimator import EstimatorSpec, NPUEstimator

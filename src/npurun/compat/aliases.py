@@ -447,8 +447,8 @@ TF_ESTIMATOR = {
     "tpu": Mapped("npurun.compat.contrib_tpu", "TPUEstimator, TPUEstimatorSpec, RunConfig, TPUConfig, "
                                                "InputPipelineConfig run with use_tpu=False, as tf.contrib.tpu's"),
     "inputs": Mapped("npurun.compat.tf_estimator:inputs",
-                     "numpy_input_fn (tf.estimator's batching, epochs, shuffling and messages; tensors when called directly, "
-                     "a tf.data pipeline for an Estimator)"),
+                     "numpy_input_fn, pandas_input_fn (tf.estimator's batching, epochs, shuffling and messages; tensors "
+                     "when called directly, a tf.data pipeline for an Estimator)"),
     **{hook: Mapped(f"{_V1_TRAIN}:{hook}") for hook in (
         "SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues", "LoggingTensorHook",
         "StopAtStepHook", "CheckpointSaverHook", "CheckpointSaverListener", "SummarySaverHook", "StepCounterHook",

@@ -1,4 +1,5 @@
-"""`tf.estimator.inputs.numpy_input_fn` on tf.data, with tf.estimator's rules and messages.
+"""`tf.estimator.inputs.numpy_input_fn` and `pandas_input_fn` on tf.data, with tf.estimator's rules
+and messages.
 
 The returned input_fn gives an Estimator a `tf.data.Dataset` (whose position npurun's checkpoints
 keep and device loops read); called by anyone else in a graph it returns what tf.estimator's does,
@@ -54,18 +55,60 @@ def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_
                          f"True for training); got {shuffle}")
 
     def input_fn():
-        import tensorflow as tf
-
-        from ..estimator.inputs import called_by_estimator
-
         _check(x, y)
-        features = dict(x) if isinstance(x, dict) else x
-        dataset = tf.data.Dataset.from_tensor_slices(features if y is None else (features, y))
-        if shuffle:
-            dataset = dataset.shuffle(max(int(queue_capacity), 1))
-        dataset = dataset.repeat(num_epochs).batch(batch_size).prefetch(1)
-        if called_by_estimator() or tf.executing_eagerly():
-            return dataset
-        return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+        return _batches(dict(x) if isinstance(x, dict) else x, y, batch_size, num_epochs, shuffle, queue_capacity)
+
+    return input_fn
+
+
+def _batches(features, labels, batch_size, num_epochs, shuffle, queue_capacity):
+    """The Dataset of (features, labels) batches for an Estimator, its tensors for anyone else."""
+    import tensorflow as tf
+
+    from ..estimator.inputs import called_by_estimator
+
+    dataset = tf.data.Dataset.from_tensor_slices(features if labels is None else (features, labels))
+    if shuffle:
+        dataset = dataset.shuffle(max(int(queue_capacity), 1))
+    dataset = dataset.repeat(num_epochs).batch(batch_size).prefetch(1)
+    if called_by_estimator() or tf.executing_eagerly():
+        return dataset
+    return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+
+
+def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_capacity=1000, num_threads=1,
+                    target_column="target"):
+    """An input_fn feeding the columns of the DataFrame `x` as features and the Series (or DataFrame) `y`
+    as labels (a dict by column when a DataFrame); otherwise as numpy_input_fn (see the module doc).
+    tf.estimator's rules: `shuffle` given as a bool, `target_column` a string not among x's columns,
+    x and y with the same index; `queue_capacity=None` is 4 (shuffling) or 1 times the rows."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise TypeError("pandas_input_fn should not be called without pandas installed") from None
+    import numpy as np
+
+    if not isinstance(shuffle, bool):
+        raise ValueError(f"shuffle must be provided and explicitly set as boolean (it is recommended to set it as "
+                         f"True for training); got {shuffle}")
+    if not isinstance(target_column, str):
+        raise TypeError("target_column must be a string type")
+    if y is not None:
+        if target_column in x:
+            raise ValueError(f"Cannot use name {target_column} for target column: DataFrame already has a column "
+                             f"with that name: {x.columns}")
+        if not np.array_equal(x.index, y.index):
+            raise ValueError(f"Index for x and y are mismatched.\nIndex for x: {x.index}\nIndex for y: {y.index}\n")
+    if queue_capacity is None:
+        queue_capacity = 4 * len(x) if shuffle else len(x)
+    features = {str(column): x[column].to_numpy() for column in x.columns}
+    labels = None
+    if isinstance(y, pd.DataFrame):
+        labels = {str(column): y[column].to_numpy() for column in y.columns}
+    elif y is not None:
+        labels = np.asarray(y)
+
+    def input_fn():
+        return _batches(features, labels, batch_size, num_epochs, shuffle, queue_capacity)
 
     return input_fn

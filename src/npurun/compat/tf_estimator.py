@@ -114,9 +114,9 @@ def _check_not_overridden(base, cls) -> None:
 
 
 # ---- inputs.numpy_input_fn: numpy_inputs.py ---------------------------------------------------------
-from .numpy_inputs import numpy_input_fn  # noqa: E402
+from .numpy_inputs import numpy_input_fn, pandas_input_fn  # noqa: E402
 
-inputs = types.SimpleNamespace(numpy_input_fn=numpy_input_fn)
+inputs = types.SimpleNamespace(numpy_input_fn=numpy_input_fn, pandas_input_fn=pandas_input_fn)
 
 
 def __getattr__(name):
