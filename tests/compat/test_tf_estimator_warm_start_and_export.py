@@ -148,3 +148,13 @@ def test_export_copies_the_graphs_assets_and_export_savedmodel_keeps_default_att
     assert "container" not in _variable_node(export_dir).attr  # export_saved_model strips default attributes
     kept = estimator.export_savedmodel(str(tmp_path / "old"), _receiver, strip_default_attrs=False)
     assert "container" in _variable_node(kept.decode()).attr  # the deprecated name keeps them unless asked
+
+
+def test_export_all_saved_models_exports_the_predict_graph(tmp_path):
+    estimator = _estimator(_make_model_fn(3.0), str(tmp_path / "model"))
+    estimator.train(_input_fn, steps=1)
+    export_dir = estimator.experimental_export_all_saved_models(str(tmp_path / "export"), {"infer": _receiver})
+    served = tf.saved_model.load(export_dir)
+    assert list(served.signatures["serving_default"](x=tf.constant([[0.0]])).values())[0].numpy().ravel() == [4.0]
+    with pytest.raises(ValueError, match=r"modes \['train'\] are not supported"):
+        estimator.experimental_export_all_saved_models(str(tmp_path / "e2"), {"infer": _receiver, "train": _receiver})

@@ -85,6 +85,20 @@ def _make_estimator():
                                               as_text=as_text, checkpoint_path=checkpoint_path)
             return os.fsencode(path)
 
+        def experimental_export_all_saved_models(self, export_dir_base, input_receiver_fn_map, assets_extra=None,
+                                                 as_text=False, checkpoint_path=None):
+            """tf.estimator's multi-mode export, for the mode npurun exports: `input_receiver_fn_map` must map
+            only ModeKeys.PREDICT ('infer') to a serving_input_receiver_fn (TRAIN/EVAL: ValueError naming them)."""
+            others = sorted(mode for mode, fn in input_receiver_fn_map.items() if fn is not None and mode != "infer")
+            if others:
+                raise ValueError(f"experimental_export_all_saved_models: modes {others} are not supported by npurun; "
+                                 f"only ModeKeys.PREDICT ('infer') graphs are exported")
+            if input_receiver_fn_map.get("infer") is None:
+                raise ValueError("experimental_export_all_saved_models: input_receiver_fn_map has no "
+                                 "serving_input_receiver_fn for ModeKeys.PREDICT ('infer')")
+            return self.export_saved_model(export_dir_base, input_receiver_fn_map["infer"], assets_extra=assets_extra,
+                                           as_text=as_text, checkpoint_path=checkpoint_path)
+
         def export_savedmodel(self, export_dir_base, serving_input_receiver_fn, assets_extra=None, as_text=False,
                               checkpoint_path=None, strip_default_attrs=False):
             """tf.estimator's deprecated name, whose exports keep default-valued attributes unless asked."""
