@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import warnings
 from typing import Callable, Optional
 
@@ -197,7 +198,9 @@ class NPUEstimator:
                 runner.end(sess)
         # The chief writes evaluation summaries, and an evaluator task (its evaluations are the eval events).
         if self._config.is_chief or getattr(self._config, "task_type", None) == "evaluator":
-            _write_eval_summaries(self.eval_dir(name), results, restored)
+            # An in-memory evaluation's checkpoint is a private temporary one: not worth naming (tf.estimator
+            # writes no checkpoint_path for those either).
+            _write_eval_summaries(self.eval_dir(name), results, None if _in_memory.active else restored)
         logger.info("Evaluation at step %d: %s", results["global_step"],
                     ", ".join(f"{k} = {v}" for k, v in sorted(results.items())))
         return results
@@ -315,6 +318,13 @@ class NPUEstimator:
             raise ValueError(f"No readable checkpoint at {checkpoint_path!r}")
         return path
 
+
+
+class _InMemory(threading.local):
+    active = False
+
+
+_in_memory = _InMemory()  # set by InMemoryEvaluatorHook around its evaluate() calls
 
 
 def _has_dataset_or_queue_runner(inp, graph) -> bool:
