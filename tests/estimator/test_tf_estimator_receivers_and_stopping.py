@@ -101,3 +101,42 @@ def test_parse_example_specs_add_the_label_and_weight_to_the_features():
         parsing.classifier_parse_example_spec(columns, "x")
     with pytest.raises(ValueError, match="weight_column should be an instance of tf.feature_column.numeric_column"):
         parsing.classifier_parse_example_spec(columns, "y", weight_column=columns)
+
+
+class _Config:
+    def __init__(self, is_chief):
+        self.is_chief = is_chief
+
+
+class _Worker:
+    def __init__(self, model_dir, is_chief):
+        self.model_dir, self.config = model_dir, _Config(is_chief)
+
+
+def test_stop_at_checkpoint_step_waits_for_the_chiefs_checkpoint(tmp_path, monkeypatch):
+    import time
+
+    chief_hook = experimental.make_stop_at_checkpoint_step_hook(_Worker(str(tmp_path), True), 10)
+    assert isinstance(chief_hook, v1.train.StopAtStepHook)
+    sleeps = []
+    monkeypatch.setattr(time, "sleep", sleeps.append)
+    hook = experimental.make_stop_at_checkpoint_step_hook(_Worker(str(tmp_path), False), 10,
+                                                          wait_after_file_check_secs=7)
+
+    def run_once(checkpointed_step):
+        with tf.Graph().as_default():
+            step = v1.train.create_global_step()
+            if checkpointed_step is not None:
+                with v1.Session() as sess:
+                    sess.run(step.assign(checkpointed_step))
+                    v1.train.Saver().save(sess, os.path.join(str(tmp_path), "model.ckpt"),
+                                          global_step=checkpointed_step)
+            assign_ten, no_op = step.assign(10), tf.no_op()
+            with v1.train.SingularMonitoredSession(hooks=[hook]) as session:
+                session.raw_session().run(assign_ten)
+                session.run(no_op)
+                return session.should_stop()
+
+    assert not run_once(None) and sleeps == [7]  # no checkpoint yet: wait, go on
+    assert not run_once(9) and sleeps == [7, 7]  # the chief is not there yet
+    assert run_once(10) and sleeps == [7, 7]  # the chief's checkpoint is at the last step: stop

@@ -442,8 +442,8 @@ TF_ESTIMATOR = {
                                        "build_raw_serving_input_receiver_fn, build_parsing_serving_input_receiver_fn"),
     "experimental": Mapped(f"{_EST}.experimental", "InMemoryEvaluatorHook, stop_if_higher_hook, stop_if_lower_hook, "
                                                    "stop_if_no_decrease_hook, stop_if_no_increase_hook, "
-                                                   "make_early_stopping_hook, build_raw_supervised_input_receiver_fn, "
-                                                   "call_logit_fn"),
+                                                   "make_early_stopping_hook, make_stop_at_checkpoint_step_hook, "
+                                                   "build_raw_supervised_input_receiver_fn, call_logit_fn"),
     "tpu": Mapped("npurun.compat.contrib_tpu", "TPUEstimator, TPUEstimatorSpec, RunConfig, TPUConfig, "
                                                "InputPipelineConfig run with use_tpu=False, as tf.contrib.tpu's"),
     "inputs": Mapped("npurun.compat.tf_estimator:inputs",
