@@ -261,3 +261,22 @@ def _receiver_fn():
         x = v1.placeholder(tf.float32, [None, 1], name="x")
         return export.ServingInputReceiver({"x": x}, {"x": x})
     return receiver
+
+
+def test_a_subclass_may_override_model_fn_latest_checkpoint_and_npuruns_own_members(tmp_path):
+    Estimator = _estimator_class()
+
+    class Allowed(Estimator):
+        @property
+        def model_fn(self):
+            return super().model_fn
+
+        def latest_checkpoint(self):
+            return super().latest_checkpoint()
+
+        def call_model_fn(self, features, labels, mode):
+            return super().call_model_fn(features, labels, mode)
+
+    estimator = Allowed(_counting_model_fn, str(tmp_path))
+    estimator.train(_input_fn, steps=1)
+    assert estimator.latest_checkpoint().endswith("-1")

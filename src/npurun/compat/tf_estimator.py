@@ -110,8 +110,11 @@ def _make_estimator():
     return Estimator
 
 
-# Members a subclass may override, as tf.estimator allows (model_fn, latest_checkpoint, its private hooks).
-_OVERRIDABLE = {"model_fn", "latest_checkpoint"}
+# tf.estimator.Estimator's public members a subclass may not override (it may override model_fn and
+# latest_checkpoint; npurun's own additions are not guarded).
+_GUARDED = {"config", "eval_dir", "evaluate", "experimental_export_all_saved_models", "export_saved_model",
+            "export_savedmodel", "get_variable_names", "get_variable_value", "model_dir", "params", "predict",
+            "train"}
 
 
 def _check_not_overridden(base, cls) -> None:
@@ -119,9 +122,8 @@ def _check_not_overridden(base, cls) -> None:
     (the Estimator calls them itself, so an override would change train/evaluate behind its back)."""
     if cls is base or cls.__name__ == "TPUEstimator":  # TPUEstimator is special-cased by tf.estimator too
         return
-    public = {name for name in dir(base) if not name.startswith("_")} - _OVERRIDABLE
-    overridden = sorted(name for klass in cls.__mro__[:cls.__mro__.index(base)] for name in vars(klass)
-                        if name in public and getattr(cls, name) is not getattr(base, name))
+    overridden = sorted({name for klass in cls.__mro__[:cls.__mro__.index(base)] for name in vars(klass)
+                         if name in _GUARDED and getattr(cls, name) is not getattr(base, name)})
     if overridden:
         raise ValueError(f"Subclasses of Estimator cannot override members of Estimator. {cls} does override "
                          f"{overridden}")
