@@ -216,7 +216,7 @@ def _savers(built, inp: Input, fed: bool = False):
     (for inputs whose state cannot be serialised, and checkpoints written without it); and the
     tensor serialising the input position (CheckpointWriter.begin runs it once to decide), or None."""
     plain = built.saver()
-    if inp.iterator is None or built.spec.scaffold is not None or fed:
+    if inp.iterator is None or getattr(built.spec.scaffold, "saver", None) is not None or fed:
         return [plain], None
     # The iterator is a Trackable whose state serialises with ExternalStatePolicy.FAIL: the Saver takes
     # it as it is (make_saveable_from_iterator, deprecated, made the same "<resource>_STATE" entry).
