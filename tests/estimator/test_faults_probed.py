@@ -99,3 +99,55 @@ def test_a_signal_during_an_evaluation_in_train_and_evaluate_abandons_it(tmp_pat
     assert not glob.glob(os.path.join(model_dir, "eval", "events.*"))  # nothing written for a partial pass
     assert checkpoint_steps(model_dir) == [0, 5]  # the evaluated checkpoint stays the newest
     assert checkpoints.is_readable(os.path.join(model_dir, "model.ckpt-5"))
+
+
+def _model_with_moving_mean(features, labels, mode, params):
+    """Batch-norm-like: training centres with the batch mean and updates a moving mean (not
+    trainable), which only evaluation and serving use; a NaN there leaves the training loss finite."""
+    x = features["x"]
+    moving = v1.get_variable("stats/moving_mean", [4], trainable=False, initializer=v1.zeros_initializer())
+    best = v1.get_variable("stats/best_loss", [], trainable=False, initializer=v1.constant_initializer(np.inf))
+    if mode == "train":
+        centred = x - tf.reduce_mean(x, 0)
+        v1.add_to_collection(v1.GraphKeys.UPDATE_OPS, v1.assign(moving, 0.9 * moving + 0.1 * tf.reduce_mean(x, 0)))
+    else:
+        centred = x - moving
+    spec = model_fn({"x": centred}, labels, mode, params)
+    if mode != "train":
+        return spec
+    with tf.control_dependencies(v1.get_collection(v1.GraphKeys.UPDATE_OPS) + [best]):
+        train_op = tf.group(spec.train_op)
+    return spec._replace(train_op=train_op)
+
+
+class _Poison(v1.train.SessionRunHook):
+    """Sets the variable `name` to NaN after the run that reaches global step `at`."""
+
+    def __init__(self, name, at):
+        self.name, self.at = name, at
+
+    def begin(self):
+        variable = [v for v in v1.global_variables() if v.op.name == self.name][0]
+        self._poison = variable.assign(tf.fill(tf.shape(variable), np.float32(np.nan)))
+        self._step = v1.train.get_global_step()
+
+    def before_run(self, run_context):
+        return v1.train.SessionRunArgs(self._step)
+
+    def after_run(self, run_context, run_values):
+        if run_values.results + 1 == self.at:
+            run_context.session.run(self._poison)
+
+
+def test_a_non_trainable_variable_going_nan_never_replaces_the_last_good_checkpoint(tmp_path):
+    """Before: only trainable variables were checked; checkpoints with a NaN moving mean replaced
+    the good ones and training went on (its loss stays finite). A non-trainable variable that is
+    Inf from the start (stats/best_loss) is how the model was made, not an error."""
+    model_dir = str(tmp_path / "model")
+    est = NPUEstimator(_model_with_moving_mean, model_dir=model_dir, config=_config())
+    with pytest.raises(checkpoints.NonFiniteVariableError, match=r"The variable stats/moving_mean holds NaN or Inf "
+                                                                 r"at global step 10.*model.ckpt-5 .*stays the newest"):
+        est.train(input_fn_for(X, Y), max_steps=20, hooks=[_Poison("stats/moving_mean", 7)])
+    assert checkpoint_steps(model_dir) == [0, 5]
+    assert np.all(np.isfinite(est.get_variable_value("stats/moving_mean")))
+    assert est.get_variable_value("stats/best_loss") == np.inf

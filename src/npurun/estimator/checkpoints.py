@@ -42,6 +42,7 @@ import shutil
 import time
 from typing import Callable, List, Optional, Sequence, Tuple
 
+import numpy as np
 import tensorflow as tf
 
 from .checkpoint_files import (PREFIX, RELISTS, STATE_FILE, candidates, checkpoint_step, data_files,  # noqa: F401
@@ -227,6 +228,7 @@ class CheckpointWriter:
         self._listeners = list(listeners)
         self._input_state = input_state
         self._finite_check = finite_check
+        self._finite_exempt = None
         self.last_saved_step: Optional[int] = None
         self.last_saved: Optional[str] = None
         os.makedirs(model_dir, exist_ok=True)
@@ -310,8 +312,13 @@ class CheckpointWriter:
         return stop
 
     def _check_finite(self, sess, step: int) -> None:
-        flags, names = self._finite_check
+        flags, names, trainable = self._finite_check
         values = sess.run(flags)
+        if self._finite_exempt is None:
+            # A non-trainable variable that is NaN/Inf at the first check was made so (e.g. a "best
+            # value so far" initialised to Inf): only becoming non-finite is an error for those.
+            self._finite_exempt = ~values & ~trainable
+        values = values | self._finite_exempt
         if not values.all():
             first = names[int(values.argmin())]
             raise NonFiniteVariableError(
@@ -371,12 +378,15 @@ class CheckpointWriter:
 
 
 def finite_check(variables) -> Optional[tuple]:
-    """(a bool vector: each floating variable is all-finite, their names) for CheckpointWriter, built
-    in the training graph before it is finalised; None when there is no floating variable."""
+    """(a bool vector: each floating variable is all-finite, their names, whether each is trainable)
+    for CheckpointWriter, built in the training graph before it is finalised; None when there is no
+    floating variable. Pass every global variable: moving statistics (batch norm), EMAs and
+    optimizer slots are not trainable, and a NaN there leaves the training loss finite."""
     floating = [v for v in variables if v.dtype.base_dtype.is_floating]
     if not floating:
         return None
+    trainable = {id(v) for v in tf.compat.v1.trainable_variables()}
     with tf.name_scope("npurun_finite_check"):
         flags = tf.stack([tf.reduce_all(tf.math.is_finite(v.read_value() if hasattr(v, "read_value") else v))
                           for v in floating])
-    return flags, [v.op.name for v in floating]
+    return flags, [v.op.name for v in floating], np.array([id(v) in trainable for v in floating])

@@ -84,7 +84,7 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
             if summarising:
                 program.summary = _outer_summaries(graph)
             savers, input_state = _savers(built, holder["input"], holder.get("fed", False))
-            finite = checkpoints.finite_check(_v1.trainable_variables()) if saving else None
+            finite = checkpoints.finite_check(_v1.global_variables()) if saving else None
             if estimator._warm_start_from is not None and checkpoints.latest_checkpoint(model_dir) is None:
                 building.warm_start(estimator._warm_start_from)
             start_ops = (building.init_op(graph), building.local_init_op(graph), holder["input"].initializer)
