@@ -151,3 +151,67 @@ def test_a_non_trainable_variable_going_nan_never_replaces_the_last_good_checkpo
     assert checkpoint_steps(model_dir) == [0, 5]
     assert np.all(np.isfinite(est.get_variable_value("stats/moving_mean")))
     assert est.get_variable_value("stats/best_loss") == np.inf
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """mount(size) -> a directory on a tmpfs of that size (root only), or None where mounting is not
+    permitted (the tests then inject the write error as TensorFlow reports ENOSPC)."""
+    import subprocess
+    mounted = []
+
+    def mount(size):
+        path = tmp_path / f"disk{len(mounted)}"
+        path.mkdir()
+        try:
+            ok = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
+                                                       str(path)], capture_output=True).returncode == 0
+        except OSError:
+            ok = False
+        if ok:
+            mounted.append(path)
+        return str(path) if ok else None
+    yield mount
+    for path in mounted:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    model_dir = str(tmp_path_factory.mktemp("trained") / "model")
+    NPUEstimator(model_fn, model_dir=model_dir, config=_config(keep_checkpoint_max=1)).train(
+        input_fn_for(X, Y, shuffle=True, seed=1), max_steps=10)
+    return model_dir
+
+
+def _no_space(path):
+    return tf.errors.ResourceExhaustedError(None, None, f"{path}; No space left on device")
+
+
+def test_an_export_on_a_full_disk_is_one_clear_error_and_leaves_no_partial_export(trained, small_disk, tmp_path,
+                                                                                   monkeypatch):
+    """Before: TensorFlow's ResourceExhaustedError (a long traceback), and the partial `temp-*`
+    export stayed, keeping the disk full for training's next checkpoint."""
+    disk = small_disk("160k")
+    if disk is None:
+        real_save = v1.saved_model.Builder.save
+        calls = []
+
+        def full_after_two(self, *args, **kwargs):
+            calls.append(1)
+            if len(calls) > 2:
+                raise _no_space("saved_model.pb")
+            return real_save(self, *args, **kwargs)
+        monkeypatch.setattr(v1.saved_model.Builder, "save", full_after_two)
+    base = os.path.join(disk or str(tmp_path), "export")
+    est = NPUEstimator(model_fn, model_dir=trained, config=_config())
+    exported = []
+    with pytest.raises(checkpoints.DiskFullError) as error:
+        for _ in range(100):
+            exported.append(est.export_saved_model(base, _serving_fn()))
+    message = str(error.value)
+    assert f"Not enough space to export a SavedModel in {base}: about " in message, message
+    assert "bytes free" in message and "The partial export was removed" in message and "\n" not in message
+    assert exported and sorted(os.listdir(base)) == sorted(os.path.basename(p) for p in exported)  # no temp-*
+    for path in exported:  # the earlier exports are whole
+        assert tf.train.load_variable(os.path.join(path, "variables", "variables"), "global_step") == 10

@@ -60,7 +60,14 @@ class CheckpointSaveError(RuntimeError):
 
 
 class DiskFullError(CheckpointSaveError):
-    """No room on the model_dir's file system for the next checkpoint."""
+    """No room on the model_dir's file system for the next checkpoint (or an export)."""
+
+
+def is_disk_full(err: BaseException) -> bool:
+    """Whether a write failed because the file system is full (or a quota is reached)."""
+    # Not every ResourceExhaustedError: an out-of-memory one is that class too.
+    return getattr(err, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(err) \
+        or "Disk quota" in str(err)
 
 
 class NonFiniteVariableError(CheckpointSaveError):
@@ -332,8 +339,7 @@ class CheckpointWriter:
 
     def _save_error(self, prefix: str, err) -> CheckpointSaveError:
         reason = first_line(err)
-        full = isinstance(err, tf.errors.ResourceExhaustedError) or getattr(err, "errno", None) == errno.ENOSPC \
-            or "No space left" in str(err) or "Disk quota" in str(err)
+        full = is_disk_full(err)
         newest = self._newest_text()
         if full:
             needed = self._bytes_needed()
