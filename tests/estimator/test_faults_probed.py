@@ -215,3 +215,34 @@ def test_an_export_on_a_full_disk_is_one_clear_error_and_leaves_no_partial_expor
     assert exported and sorted(os.listdir(base)) == sorted(os.path.basename(p) for p in exported)  # no temp-*
     for path in exported:  # the earlier exports are whole
         assert tf.train.load_variable(os.path.join(path, "variables", "variables"), "global_step") == 10
+
+
+def _fill(directory):
+    """Write into `directory` until its file system has no room left."""
+    fd = os.open(os.path.join(directory, "filler"), os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def test_evaluate_on_a_full_disk_returns_its_results_with_a_warning(trained, small_disk, caplog):
+    """Before: the evaluation ran, then its event file could not be created: a RuntimeError, the
+    results lost. Where no tmpfs can be mounted, `eval` is made a file so the writer fails alike."""
+    import shutil
+    disk = small_disk("128k")
+    model_dir = os.path.join(disk or os.path.dirname(trained) + "-copy", "model")
+    shutil.copytree(trained, model_dir, ignore=shutil.ignore_patterns("graph.pbtxt", "events.*", "eval*"))
+    if disk is not None:
+        _fill(disk)
+    else:
+        open(os.path.join(model_dir, "eval"), "w").close()
+    est = NPUEstimator(model_fn, model_dir=model_dir, config=_config())
+    with caplog.at_level(logging.WARNING, logger="npurun"):
+        results = est.evaluate(input_fn_for(X, Y, repeat=False))
+    assert results["global_step"] == 10 and 0.0 < results["accuracy"] <= 1.0
+    warned = [r.getMessage() for r in caplog.records if "Could not write the evaluation results" in r.getMessage()]
+    assert len(warned) == 1 and os.path.join(model_dir, "eval") in warned[0], warned

@@ -319,7 +319,13 @@ def _run_until_end(sess, runner, update, steps, options):
 def _write_eval_summaries(directory, results):
     values = [_v1.Summary.Value(tag=key, simple_value=float(value)) for key, value in results.items()
               if key != "global_step" and np.ndim(value) == 0]
-    building.write_eval_summary(directory, _v1.Summary(value=values), results["global_step"])
+    try:
+        building.write_eval_summary(directory, _v1.Summary(value=values), results["global_step"])
+    except (OSError, RuntimeError, tf.errors.OpError) as error:
+        # The evaluation itself succeeded: its results are returned (and drive exporters); only
+        # TensorBoard misses them (a full disk, a read-only model_dir).
+        logger.warning("Could not write the evaluation results to %s (%s); they are returned, but TensorBoard will "
+                       "not show this evaluation", directory, checkpoints.first_line(error))
 
 
 def _select(predictions, keys):
