@@ -246,3 +246,45 @@ def test_evaluate_on_a_full_disk_returns_its_results_with_a_warning(trained, sma
     assert results["global_step"] == 10 and 0.0 < results["accuracy"] <= 1.0
     warned = [r.getMessage() for r in caplog.records if "Could not write the evaluation results" in r.getMessage()]
     assert len(warned) == 1 and os.path.join(model_dir, "eval") in warned[0], warned
+
+
+@pytest.mark.parametrize("text", ["12345", "[1, 2]", '"pid 7"', "\x00\x01 not json"])
+def test_a_lock_file_npurun_did_not_write_is_taken_over(tmp_path, text):
+    """Before: a lock file holding JSON that is not an object (another tool's pid file) crashed
+    train() with AttributeError: 'int' object has no attribute 'get'."""
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "npurun_train.lock").write_text(text)
+    est = NPUEstimator(model_fn, model_dir=str(model_dir), config=_config())
+    est.train(input_fn_for(X, Y), steps=5)
+    assert checkpoint_steps(str(model_dir)) == [0, 5]
+
+
+@pytest.fixture
+def read_only_model_dir(trained, tmp_path):
+    """A copy of `trained` that this process cannot write: a read-only bind mount as root, else
+    permissions (which root ignores)."""
+    import shutil
+    import subprocess
+    source = str(tmp_path / "source")
+    shutil.copytree(trained, source)
+    if os.geteuid() != 0:
+        os.chmod(source, 0o555)
+        yield source
+        os.chmod(source, 0o755)
+        return
+    target = str(tmp_path / "read-only")
+    os.mkdir(target)
+    subprocess.run(["mount", "--bind", source, target], check=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro", target], check=True)
+    yield target
+    subprocess.run(["umount", "-l", target], check=False)
+
+
+def test_training_into_a_read_only_model_dir_names_the_directory(read_only_model_dir):
+    """Before: `OSError: [Errno 30] Read-only file system: '.../npurun_train.lock'`."""
+    est = NPUEstimator(model_fn, model_dir=read_only_model_dir, config=_config())
+    assert est.get_variable_value("global_step") == 10  # reading works
+    with pytest.raises(PermissionError, match=rf"model_dir {read_only_model_dir} is not writable \(.*\): training "
+                                              rf"writes its lock file npurun_train.lock"):
+        est.train(input_fn_for(X, Y), max_steps=20)
