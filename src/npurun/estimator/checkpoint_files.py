@@ -86,7 +86,19 @@ def candidates(model_dir: str) -> List[str]:
     return sorted(prefixes, key=lambda p: (checkpoint_step(p) or -1, mtime(p + ".index")), reverse=True)
 
 
-RELISTS = 5  # directory listings a reader tries when every checkpoint it listed was evicted meanwhile
+RELIST_SECS = 10.0  # how long a reader keeps listing again while every checkpoint it listed was evicted meanwhile
+
+
+def relists():
+    """Attempts (0, 1, ...) of a reader that lists checkpoints again when all it listed vanished
+    before it could pin one. Each vanishing means the training job wrote a newer checkpoint, so
+    the attempts are bounded by time (RELIST_SECS), not by a count: a job saving every few
+    milliseconds with keep_checkpoint_max=1 outran a handful of listings."""
+    deadline = time.monotonic() + RELIST_SECS
+    attempt = 0
+    while attempt == 0 or time.monotonic() < deadline:
+        yield attempt
+        attempt += 1
 SAVE_IN_PROGRESS_SECS = 30.0  # a data file without its index this recent may be a save still running
 
 

@@ -45,9 +45,9 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from .checkpoint_files import (PREFIX, RELISTS, STATE_FILE, candidates, checkpoint_step, data_files,  # noqa: F401
+from .checkpoint_files import (PREFIX, STATE_FILE, candidates, checkpoint_step, data_files,  # noqa: F401
                                first_line, has_files, is_readable, mtime, pinned, read_state, remove_quietly,
-                               remove_stale_pins, warn_incomplete, why_unreadable, write_state_file)
+                               relists, remove_stale_pins, warn_incomplete, why_unreadable, write_state_file)
 
 logger = logging.getLogger("npurun")
 
@@ -79,9 +79,10 @@ def latest_checkpoint(model_dir: str) -> Optional[str]:
     if not model_dir or not os.path.isdir(model_dir):
         return None
     chosen, vanished = None, False
-    for _ in range(RELISTS):
-        vanished = False
-        for prefix in candidates(model_dir):
+    for _ in relists():
+        listed = candidates(model_dir)
+        vanished = not listed and bool(candidates(model_dir))  # listed between a save and an eviction
+        for prefix in listed:
             reason = why_unreadable(prefix)
             if reason is None:
                 chosen = prefix
@@ -99,7 +100,7 @@ def latest_checkpoint(model_dir: str) -> Optional[str]:
 def read_newest(model_dir: str, read: Callable[[str], object]):
     """`read(prefix)` of the newest readable checkpoint; when that checkpoint vanishes before it is
     read (a training job evicted it), of the next newest. Raises ValueError when there is none."""
-    for _ in range(10):
+    for _ in relists():
         prefix = latest_checkpoint(model_dir)
         if prefix is None:
             break
@@ -189,9 +190,10 @@ def restore_newest(savers: Sequence, sess, model_dir: str, quarantine: bool = Fa
     tried = []
     finished = finished_step(model_dir)
     chosen = None
-    for _ in range(RELISTS):
-        vanished = False
-        for prefix in candidates(model_dir):
+    for _ in relists():
+        listed = candidates(model_dir)
+        vanished = not listed and bool(candidates(model_dir))  # listed between a save and an eviction
+        for prefix in listed:
             if prefix in tried:
                 continue
             use = savers if resume_input and checkpoint_step(prefix) != finished else savers[-1:]
@@ -309,7 +311,9 @@ class CheckpointWriter:
             self._kept, self._next_keep_time = previous  # nothing evicted: the old state file still holds
             raise self._save_error(prefix, err) from err
         for path in evicted:
-            for name in glob.glob(glob.escape(path) + ".*"):
+            # The index first: a reader then sees at most a data file without its index, which is
+            # also what a save in progress looks like, not a checkpoint missing its data.
+            for name in sorted(glob.glob(glob.escape(path) + ".*"), key=lambda name: not name.endswith(".index")):
                 remove_quietly(name)
         self.last_saved_step = step
         self.last_saved = prefix
