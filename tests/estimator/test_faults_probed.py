@@ -5,6 +5,7 @@ import glob
 import json
 import logging
 import os
+import re
 import signal
 import warnings
 
@@ -313,3 +314,31 @@ def test_readers_keep_up_with_a_job_saving_every_step_and_keeping_one(tmp_path, 
     assert failures == []
     assert steps == sorted(steps) and steps[-1] > steps[0]  # it kept saving underneath
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+@pytest.mark.parametrize("failing", ["data", "state file"])
+def test_a_full_disk_at_the_first_save_says_there_is_no_checkpoint_yet(tmp_path, monkeypatch, failing):
+    """Before: "... about 68 bytes needed ... no checkpoint is complete and named in the state file,
+    so training can resume from it": the variables' bytes without the input position (the file
+    was about 25 KB), and a sentence saying the opposite of what it meant."""
+    import errno
+    if failing == "data":
+        def no_room(self, sess, *args, **kwargs):
+            raise _no_space("model.ckpt-0.data-00000-of-00001.tempstate1")
+        monkeypatch.setattr(v1.train.Saver, "save", no_room)
+    else:
+        def no_room_for_state(*args, **kwargs):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        monkeypatch.setattr(checkpoints, "write_state_file", no_room_for_state)
+    model_dir = str(tmp_path / "model")
+    est = NPUEstimator(model_fn, model_dir=model_dir, config=_config())
+    with pytest.raises(checkpoints.DiskFullError) as error:
+        est.train(input_fn_for(X, Y, shuffle=True, seed=1), steps=10)
+    message = str(error.value)
+    assert "No checkpoint is complete yet, so training would start from its beginning" in message, message
+    assert "training can resume" not in message
+    needed = int(re.search(r"about (\d+) bytes needed", message).group(1))
+    if failing == "state file":  # the checkpoint's files were written: their size
+        assert needed == sum(os.path.getsize(p) for p in glob.glob(os.path.join(model_dir, "model.ckpt-0.*")))
+    else:  # nothing written: the variables' bytes (3 x 4 + 3 weights and biases, the global step)
+        assert needed == (4 * 3 + 3) * 4 + 8

@@ -345,20 +345,23 @@ class CheckpointWriter:
         reason = first_line(err)
         full = is_disk_full(err)
         newest = self._newest_text()
+        resumable = f"{newest} is complete and named in the state file, so training can resume from it" \
+            if newest != "no checkpoint" else "No checkpoint is complete yet, so training would start from its beginning"
         if full:
-            needed = self._bytes_needed()
+            needed = self._bytes_needed(prefix)
             free = shutil.disk_usage(self._dir).free
             return DiskFullError(
                 f"Not enough space to save {os.path.basename(prefix)} in {self._dir}: about {needed} bytes needed, "
-                f"{free} bytes free ({reason}). {newest} is complete and named in the state file, so training can "
-                f"resume from it. Free space there (keep_checkpoint_max=N needs room for N+1 checkpoints) "
-                f"or use another model_dir")
-        return CheckpointSaveError(f"Could not save {prefix}: {reason}. {newest} is complete and named in the state "
-                                   f"file")
+                f"{free} bytes free ({reason}). {resumable}. Free space there "
+                f"(keep_checkpoint_max=N needs room for N+1 checkpoints) or use another model_dir")
+        return CheckpointSaveError(f"Could not save {prefix}: {reason}. {resumable}")
 
-    def _bytes_needed(self) -> int:
-        """The size of the newest checkpoint's files, or else the variables' bytes."""
-        for path, _ in reversed(self._kept):
+    def _bytes_needed(self, prefix: str) -> int:
+        """The size of the newest checkpoint's files (the one that failed, when its data was written and
+        the state file was not), or else the variables' bytes (without the input position's)."""
+        for path in [prefix] + [p for p, _ in reversed(self._kept)]:
+            if not has_files(path):
+                continue
             try:
                 return sum(os.path.getsize(name) for name in [path + ".index"] + data_files(path))
             except OSError:
