@@ -342,3 +342,19 @@ def test_a_full_disk_at_the_first_save_says_there_is_no_checkpoint_yet(tmp_path,
         assert needed == sum(os.path.getsize(p) for p in glob.glob(os.path.join(model_dir, "model.ckpt-0.*")))
     else:  # nothing written: the variables' bytes (3 x 4 + 3 weights and biases, the global step)
         assert needed == (4 * 3 + 3) * 4 + 8
+
+
+def test_a_crash_resume_with_a_changed_input_fn_reads_the_input_from_its_start(tmp_path, caplog):
+    """Before: after a crash (no finished mark), a restart whose input_fn no longer shuffles
+    restored the old pipeline's position, the input ended at once, and train() returned having
+    trained nothing ("Input ended at global step 20", at INFO level)."""
+    model_dir = str(tmp_path / "model")
+    NPUEstimator(model_fn, model_dir=model_dir, config=_config()).train(input_fn_for(X, Y, shuffle=True, seed=1),
+                                                                        max_steps=20)
+    os.remove(os.path.join(model_dir, checkpoints.FINISHED_FILE))  # as when the process was killed
+    est = NPUEstimator(model_fn, model_dir=model_dir, config=_config())
+    with caplog.at_level(logging.WARNING, logger="npurun"):
+        est.train(input_fn_for(X, Y), max_steps=40)
+    assert est.get_variable_value("global_step") == 40
+    warned = [r.getMessage() for r in caplog.records if "ended the input before the first step" in r.getMessage()]
+    assert len(warned) == 1 and "model.ckpt-20" in warned[0]
