@@ -346,7 +346,8 @@ class CheckpointWriter:
         full = is_disk_full(err)
         newest = self._newest_text()
         resumable = f"{newest} is complete and named in the state file, so training can resume from it" \
-            if newest != "no checkpoint" else "No checkpoint is complete yet, so training would start from its beginning"
+            if newest != "no checkpoint" else \
+            "No checkpoint is complete yet, so training would start from its beginning"
         if full:
             needed = self._bytes_needed(prefix)
             free = shutil.disk_usage(self._dir).free
