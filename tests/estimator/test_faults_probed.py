@@ -358,3 +358,22 @@ def test_a_crash_resume_with_a_changed_input_fn_reads_the_input_from_its_start(t
     assert est.get_variable_value("global_step") == 40
     warned = [r.getMessage() for r in caplog.records if "ended the input before the first step" in r.getMessage()]
     assert len(warned) == 1 and "model.ckpt-20" in warned[0]
+
+
+@pytest.mark.parametrize("damage", [b"", b"\x00\xff garbage", "truncate"])
+def test_a_damaged_state_file_is_one_warning_and_every_reader_lists_the_directory(trained, tmp_path, caplog, damage):
+    """Before: each reader call logged TensorFlow's two lines ("ParseError ...", "Checkpoint ignored")
+    or npurun's warning again: 14 times for latest_checkpoint, get_variable_value and evaluate."""
+    import shutil
+    model_dir = str(tmp_path / "model")
+    shutil.copytree(trained, model_dir)
+    state = os.path.join(model_dir, "checkpoint")
+    text = open(state, "rb").read()
+    open(state, "wb").write(text[:len(text) // 2] if damage == "truncate" else damage)
+    est = NPUEstimator(model_fn, model_dir=model_dir, config=_config())
+    with caplog.at_level(logging.WARNING):
+        assert est.latest_checkpoint() == os.path.join(model_dir, "model.ckpt-10")
+        assert est.get_variable_value("global_step") == 10
+        assert est.evaluate(input_fn_for(X, Y, repeat=False))["global_step"] == 10
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warned) == 1 and warned[0].startswith(f"Ignoring the damaged checkpoint state file {state} ("), warned

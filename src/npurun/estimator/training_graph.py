@@ -154,8 +154,8 @@ def _restart_input(sess, loop, inp, restored, start_step, last_step) -> int:
     reached the input's end marks its checkpoint finished. Read the input from its start, as
     tf.estimator always did, rather than end training having done nothing."""
     logger.warning("The input position restored from %s ended the input before the first step: the input_fn "
-                   "changed since that checkpoint was written, so its position does not apply. Reading the input "
-                   "from its start (the resume is not exact)", restored)
+                   "probably changed since that checkpoint was written, so its position does not apply. Reading "
+                   "the input from its start (the resume is not exact)", restored)
     sess.run(inp.initializer)
     return loop.run(start_step, last_step)
 
