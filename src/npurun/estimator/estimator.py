@@ -395,12 +395,18 @@ def _write_eval_summaries(directory, results, checkpoint_path):
         else:
             logger.warning("Skipping summary for %s, must be a float, np.float32, np.int64, np.int32 or int or "
                            "np.ndarray or a serialized string of Summary.", key)
-    building.write_eval_summary(directory, summary, results["global_step"])
-    if checkpoint_path:
-        path_summary = _v1.Summary()
-        path_summary.value.add(tag="checkpoint_path").tensor.CopyFrom(
-            tf.make_tensor_proto(os.fsdecode(checkpoint_path), dtype=tf.string))
-        building.write_eval_summary(directory, path_summary, results["global_step"])
+    try:
+        building.write_eval_summary(directory, summary, results["global_step"])
+        if checkpoint_path:
+            path_summary = _v1.Summary()
+            path_summary.value.add(tag="checkpoint_path").tensor.CopyFrom(
+                tf.make_tensor_proto(os.fsdecode(checkpoint_path), dtype=tf.string))
+            building.write_eval_summary(directory, path_summary, results["global_step"])
+    except (OSError, RuntimeError, tf.errors.OpError) as error:
+        # The evaluation itself succeeded: its results are returned (and drive exporters); only
+        # TensorBoard misses them (a full disk, a read-only model_dir).
+        logger.warning("Could not write the evaluation results to %s (%s); they are returned, but TensorBoard will "
+                       "not show this evaluation", directory, checkpoints.first_line(error))
 
 
 def _select(predictions, keys):

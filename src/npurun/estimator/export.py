@@ -238,27 +238,62 @@ def export(estimator, plan, export_dir_base, serving_input_receiver_fn, checkpoi
             if local_init is None:
                 local_init = building.local_init_op(built.graph)
         export_dir, temp_dir = _new_export_dirs(export_dir_base)
-        with built.session(plan.target) as sess:
-            if checkpoint_path is None:  # the newest that restores now (a training job may evict)
-                if checkpoints.restore_newest([saver], sess, estimator.model_dir) is None:
-                    raise ValueError(f"export: the checkpoints in {estimator.model_dir} vanished before they "
-                                     f"could be read")
-            else:
-                saver.restore(sess, checkpoint_path)
-            sess.run(local_init)
-            builder = _v1.saved_model.Builder(temp_dir)
-            builder.add_meta_graph_and_variables(
-                sess, [_v1.saved_model.tag_constants.SERVING], signature_def_map=signatures,
-                assets_collection=built.graph.get_collection(_v1.GraphKeys.ASSET_FILEPATHS) or None,
-                main_op=local_init, strip_default_attrs=strip_default_attrs, clear_devices=True, saver=saver)
-            builder.save(as_text)
-    for dest_rel, source in (assets_extra or {}).items():
-        dest = os.path.join(temp_dir, "assets.extra", dest_rel)
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        shutil.copy(source, dest)
+        try:
+            _write_saved_model(estimator, built, saver, signatures, local_init, plan, temp_dir, checkpoint_path,
+                               as_text, strip_default_attrs)
+            for dest_rel, source in (assets_extra or {}).items():
+                dest = os.path.join(temp_dir, "assets.extra", dest_rel)
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                shutil.copy(source, dest)
+        except BaseException as error:
+            # A partial export would keep filling the disk that training's next checkpoint needs.
+            shutil.rmtree(temp_dir, ignore_errors=True)
+            if isinstance(error, (tf.errors.OpError, OSError, RuntimeError)) and checkpoints.is_disk_full(error):
+                raise _disk_full(export_dir_base, estimator.model_dir, error) from error
+            raise
     os.rename(temp_dir, export_dir)  # the timestamped directory appears complete or not at all
     logger.info("Exported SavedModel to %s", export_dir)
     return export_dir
+
+
+def _write_saved_model(estimator, built, saver, signatures, local_init, plan, temp_dir, checkpoint_path, as_text,
+                       strip_default_attrs):
+    with built.session(plan.target) as sess:
+        if checkpoint_path is None:  # the newest that restores now (a training job may evict)
+            if checkpoints.restore_newest([saver], sess, estimator.model_dir) is None:
+                raise ValueError(f"export: the checkpoints in {estimator.model_dir} vanished before they "
+                                 f"could be read")
+        else:
+            saver.restore(sess, checkpoint_path)
+        sess.run(local_init)
+        builder = _v1.saved_model.Builder(temp_dir)
+        builder.add_meta_graph_and_variables(
+            sess, [_v1.saved_model.tag_constants.SERVING], signature_def_map=signatures,
+            assets_collection=built.graph.get_collection(_v1.GraphKeys.ASSET_FILEPATHS) or None,
+            main_op=local_init, strip_default_attrs=strip_default_attrs, clear_devices=True, saver=saver)
+        builder.save(as_text)
+
+
+def _disk_full(base, model_dir, error) -> checkpoints.DiskFullError:
+    """The export's one-paragraph error: where, about how many bytes (the newest earlier export,
+    else the newest checkpoint's files), and how many are free."""
+    earlier = sorted((name for name in os.listdir(base) if name.isdigit()), key=int) if os.path.isdir(base) else []
+    needed = _tree_bytes(os.path.join(base, earlier[-1])) if earlier else 0
+    if not needed:
+        newest = checkpoints.latest_checkpoint(model_dir)
+        needed = _tree_bytes(newest + ".index") + sum(_tree_bytes(p) for p in checkpoints.data_files(newest)) \
+            if newest else 0
+    free = shutil.disk_usage(base).free
+    return checkpoints.DiskFullError(
+        f"Not enough space to export a SavedModel in {base}: about {needed} bytes needed, {free} bytes free "
+        f"({checkpoints.first_line(error)}). The partial export was removed; earlier exports and the checkpoints "
+        f"are untouched. Free space there or export to another directory")
+
+
+def _tree_bytes(path) -> int:
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names)
 
 
 def _new_export_dirs(base):

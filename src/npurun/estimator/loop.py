@@ -101,6 +101,7 @@ class TrainingLoop:
         self._fetch_dicts = {}
         self.watch = preemption.current()
         self.preempted = False
+        self.input_ended = False
         self.overflow_skips = 0  # runs that left the global step because of a loss-scale overflow
         self._stall_step, self._stalls, self._overflows, self._skipped = None, 0, 0, None
         self._skip_counters = list(sess.graph.get_collection(SKIPPED_COLLECTION))  # loss-scale managers'
@@ -174,6 +175,7 @@ class TrainingLoop:
         finally:
             progress.close()
         self.preempted = watch.signum is not None and not ended and step < last
+        self.input_ended = ended
         if ended:
             logger.info("Input ended at global step %d", step)
         return step

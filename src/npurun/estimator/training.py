@@ -1,5 +1,11 @@
 """train_and_evaluate: train, evaluating after checkpoints, as tf.estimator did locally; or, in an evaluator
-task, evaluate the checkpoints other tasks write."""
+task, evaluate the checkpoints other tasks write.
+
+A SIGTERM / SIGINT (see preemption.py) during train_and_evaluate ends it quickly: no evaluation or
+export starts after the signal (not even for the checkpoint the signal saves), and an evaluation
+in progress is abandoned at its next batch (nothing written for it). A scheduler's grace period
+is seconds; an evaluation pass may take minutes. The resumed job evaluates at its next checkpoint.
+"""
 from __future__ import annotations
 
 import logging
@@ -8,10 +14,25 @@ import time
 
 import tensorflow as tf
 
-from . import checkpoints
+from . import checkpoints, preemption
 from .spec import EvalSpec, TrainSpec
 
 logger = logging.getLogger("npurun")
+
+
+class _EvaluationAbandoned(Exception):
+    """A SIGTERM / SIGINT arrived during an evaluation inside train_and_evaluate."""
+
+
+class _AbandonOnSignal(tf.compat.v1.train.SessionRunHook):
+    """Ends an evaluation at its next batch once training was asked to stop by a signal."""
+
+    def __init__(self, watch):
+        self._watch = watch
+
+    def after_run(self, run_context, run_values):
+        if self._watch.requested:
+            raise _EvaluationAbandoned()
 
 
 class _EvaluateAfterSave(tf.compat.v1.train.CheckpointSaverListener):
@@ -33,6 +54,8 @@ class _EvaluateAfterSave(tf.compat.v1.train.CheckpointSaverListener):
         if getattr(self, "_first_save", False):  # the checkpoint of the untrained start: nothing to evaluate
             self._first_save = False
             return False
+        if preemption.current().requested:
+            return False  # stopping for a signal: the checkpoint is saved, exit within the grace period
         now = time.monotonic()
         if self._last_time is not None and now - self._last_time < self._spec.throttle_secs:
             return False
@@ -43,9 +66,17 @@ class _EvaluateAfterSave(tf.compat.v1.train.CheckpointSaverListener):
 
     def evaluate(self, step, final, path=None):
         path = path or checkpoints.latest_checkpoint(self._estimator.model_dir)
-        self.last_result = self._estimator.evaluate(self._spec.input_fn, steps=self._spec.steps,
-                                                    hooks=self._spec.hooks, name=self._spec.name,
-                                                    checkpoint_path=path)
+        watch = preemption.current()
+        hooks = list(self._spec.hooks or ()) + ([_AbandonOnSignal(watch)] if watch.installed else [])
+        try:
+            result = self._estimator.evaluate(self._spec.input_fn, steps=self._spec.steps, hooks=hooks,
+                                              name=self._spec.name, checkpoint_path=path)
+        except _EvaluationAbandoned:
+            logger.info("%s: the evaluation of %s was abandoned", watch.name(), path)
+            return
+        if watch.requested:
+            return  # the signal came with the evaluation's last batch: no export either
+        self.last_result = result
         self.last_step = step
         # As tf.estimator: train_and_evaluate returns the last evaluation's export results, one per exporter.
         self.export_results = [

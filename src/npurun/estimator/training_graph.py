@@ -84,7 +84,7 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
             if summarising:
                 program.summary = _outer_summaries(graph)
             savers, input_state = _savers(built, holder["input"], holder.get("fed", False))
-            finite = checkpoints.finite_check(_v1.trainable_variables()) if saving else None
+            finite = checkpoints.finite_check(_v1.global_variables()) if saving else None
             if estimator._warm_start_from is not None and checkpoints.latest_checkpoint(model_dir) is None:
                 building.warm_start(estimator._warm_start_from)
             start_ops = (building.init_op(graph), building.local_init_op(graph), holder["input"].initializer)
@@ -105,9 +105,13 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                        if saving else None)
         try:
             with built.session(plan.target) as sess, distribute_errors.explained(config):
-                building.start(sess, start_ops, savers, model_dir, quarantine=saving, resume_input=True,
-                               wait_for_initialization=plan.wait_for_initialization, scaffold=spec.scaffold)
+                restored = building.start(sess, start_ops, savers, model_dir, quarantine=saving, resume_input=True,
+                                          wait_for_initialization=plan.wait_for_initialization,
+                                          scaffold=spec.scaffold)
                 start_step = int(sess.run(program.global_step))
+                # The input position was restored too: a restart after a crash (see restore_newest).
+                position_restored = bool(restored) and len(savers) > 1 and \
+                    checkpoints.checkpoint_step(restored) != checkpoints.finished_step(model_dir)
                 last_step = start_step + steps if steps is not None else max_steps
                 if last_step is not None and start_step >= last_step:
                     logger.info("Global step %d is already at or past %d: nothing to train", start_step, last_step)
@@ -124,6 +128,9 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 with exception_dump(options, sess, feed_dict=None, mode=ModeKeys.TRAIN), \
                         compilation.explained_compile_errors(options, graph):
                     step = loop.run(start_step, last_step)
+                    if loop.input_ended and step == start_step and position_restored and \
+                            holder["input"].initializer is not None:
+                        step = _restart_input(sess, loop, holder["input"], restored, start_step, last_step)
                 if writer_ckpt is not None:
                     if writer_ckpt.last_saved_step != step:
                         writer_ckpt.save(sess, step)
@@ -139,6 +146,18 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
         finally:
             if writer is not None:
                 writer.close()
+
+
+def _restart_input(sess, loop, inp, restored, start_step, last_step) -> int:
+    """The restored input position ended the input before the first step: it belongs to an input
+    pipeline that changed since the checkpoint (e.g. shuffle added or removed), since a run that
+    reached the input's end marks its checkpoint finished. Read the input from its start, as
+    tf.estimator always did, rather than end training having done nothing."""
+    logger.warning("The input position restored from %s ended the input before the first step: the input_fn "
+                   "probably changed since that checkpoint was written, so its position does not apply. Reading "
+                   "the input from its start (the resume is not exact)", restored)
+    sess.run(inp.initializer)
+    return loop.run(start_step, last_step)
 
 
 def _log_preemption(watch, step, writer_ckpt):
