@@ -12,8 +12,11 @@ While `watch()` is open (around one train() call, main thread only):
     run when the main thread returns to the interpreter;
   - the previous handlers (and wakeup fd) are restored when train() returns or raises.
 
-Multi-rank: the chief saves, the other ranks only stop. A rank still waiting in a collective for
-a peer that already stopped fails within hccl_timeout; after a signal that failure is logged in
+Multi-rank: the ranks agree to stop after the same run (distribute/stop_flag.py): a signalled
+rank raises a flag that every rank sees after the same run, and a rank that was not signalled
+itself then stops as if it had been (`adopt`: same log line, naming the other rank, same exit
+status). The chief saves, the other ranks only stop. A rank whose peer died (kill -9) while it
+was stopping fails its collectives within hccl_timeout; after a signal that failure is logged in
 one line and the exit status is still 143 / 130 (`peer_stopped_first`).
 
 A signal the process ignores (SIG_IGN) stays ignored. Outside the main thread (train() called
@@ -40,6 +43,7 @@ class Watch:
     def __init__(self):
         self.signum: Optional[int] = None
         self.installed = False
+        self.from_peer = False  # the signal was another rank's (see adopt)
 
     @property
     def requested(self) -> bool:
@@ -56,16 +60,27 @@ class Watch:
         if self.signum is None:
             self.signum = signum
 
+    def adopt(self, signum: int) -> None:
+        """The ranks agreed to stop because another rank received `signum`: this process stops as if
+        it had received it (same log line, same exit status). Only a watch with handlers installed
+        adopts (the shared never-firing watch of a non-main-thread train() must stay unset)."""
+        if self.signum is None and self.installed:
+            self.signum = signum
+            self.from_peer = True
+
     def peer_stopped_first(self, error: BaseException, model_dir: str) -> bool:
         """After a signal: whether `error` (from train()) is a collective that failed because a peer
-        rank stopped a run earlier; then it is logged (one line) and the exit status stays 143 / 130."""
+        rank was gone (it died, or stopped without agreeing); then it is logged (one line) and the
+        exit status stays 143 / 130."""
         if not self.requested or type(error).__name__ != "CollectiveTimeoutError":
             return False
         from . import checkpoints  # TensorFlow-dependent; this module is imported early
 
         newest = checkpoints.latest_checkpoint(model_dir)
-        logger.warning("%s: a peer rank stopped before this one, so the run in flight failed; no checkpoint "
-                       "from this run (the newest is %s); exiting with status %d", self.name(),
+        timeout = getattr(error, "timeout", None)
+        within = f" within hccl_timeout={timeout:g} s" if timeout is not None else ""
+        logger.warning("%s: a peer rank did not answer%s (it exited or was killed), so the run in flight failed; "
+                       "no checkpoint from this run (the newest is %s); exiting with status %d", self.name(), within,
                        newest or "none", self.exit_status)
         return True
 

@@ -84,6 +84,7 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
             if summarising:
                 program.summary = _outer_summaries(graph)
             savers, input_state = _savers(built, holder["input"], holder.get("fed", False))
+            stop_flag = plan.stop_flag() if plan.stop_flag is not None else None  # ranks agree when to stop
             finite = checkpoints.finite_check(_v1.trainable_variables()) if saving else None
             if estimator._warm_start_from is not None and checkpoints.latest_checkpoint(model_dir) is None:
                 building.warm_start(estimator._warm_start_from)
@@ -107,6 +108,8 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
             with built.session(plan.target) as sess, distribute_errors.explained(config):
                 building.start(sess, start_ops, savers, model_dir, quarantine=saving, resume_input=True,
                                wait_for_initialization=plan.wait_for_initialization, scaffold=spec.scaffold)
+                if stop_flag is not None:
+                    sess.run(stop_flag.start_op)
                 start_step = int(sess.run(program.global_step))
                 last_step = start_step + steps if steps is not None else max_steps
                 if last_step is not None and start_step >= last_step:
@@ -120,7 +123,7 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 loop = TrainingLoop(sess, program, Schedules(
                     checkpoint_steps=config.save_checkpoints_steps, checkpoint_secs=config.save_checkpoints_secs,
                     summary_steps=config.save_summary_steps, log_steps=options["log_step_count_steps"]),
-                    runner, writer_ckpt, writer, built.run_options())
+                    runner, writer_ckpt, writer, built.run_options(), stop_flag)
                 with exception_dump(options, sess, feed_dict=None, mode=ModeKeys.TRAIN), \
                         compilation.explained_compile_errors(options, graph):
                     step = loop.run(start_step, last_step)
@@ -147,8 +150,9 @@ def _log_preemption(watch, step, writer_ckpt):
             else f"saved {writer_ckpt.last_saved} (variables only: the input position is not saved for this input)"
     else:
         where = "this process saves no checkpoints (not the chief, or save_checkpoints_steps=0)"
-    logger.warning("%s: training stopped at global step %d; %s; exiting with status %d", watch.name(), step, where,
-                   watch.exit_status)
+    source = " (received by another rank)" if watch.from_peer else ""
+    logger.warning("%s%s: training stopped at global step %d; %s; exiting with status %d", watch.name(), source, step,
+                   where, watch.exit_status)
 
 
 def _check_multiple(iterations, start_step, last_step, steps):
