@@ -11,11 +11,13 @@ How a rank signals itself (deterministic: counted in runs or steps of this phase
   SIGKILL after run `at`.
 Each rank writes rank<R>.json: per phase the SystemExit code (0: train returned), the global step
 of the newest checkpoint before the phase (chief only), the npurun log lines, and the variables
-after the phase (chief only, from its checkpoint), and the seconds train() took. hccl_timeout=5.
+after the phase (chief only, from its checkpoint), the newest checkpoint
+after it and the seconds train() took. hccl_timeout=5.
 """
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import time
@@ -51,11 +53,14 @@ def fire():
 
 
 def input_fn():
-    # The same shuffled stream on every rank, sharded after the shuffle: every rank's input
-    # position is the chief's, so resuming from the chief's checkpoint is exact on every rank.
+    # Every rank reads the same shuffled stream of global batches of 8 and model_fn keeps this
+    # rank's half: the input position (buffers included) does not depend on the rank, so the
+    # chief's checkpointed position is every rank's and resuming is exact on every rank. (With
+    # dataset.shard(2, rank) or a rank-dependent map, rank 1 would resume from the chief's
+    # position: see docs/distributed.md.)
     data = np.arange(64, dtype=np.float32).reshape([32, 2]) / 32
     dataset = tf.data.Dataset.from_tensor_slices((data, data[:, :1] * 2 - data[:, 1:]))
-    return dataset.shuffle(32, seed=7, reshuffle_each_iteration=True).repeat().shard(2, RANK).batch(4)
+    return dataset.shuffle(32, seed=7, reshuffle_each_iteration=True).repeat().batch(8)
 
 
 def model_fn(features, labels, mode):
@@ -69,6 +74,7 @@ def model_fn(features, labels, mode):
         return np.int32(0)
 
     probe = tf.numpy_function(inside, [], tf.int32, stateful=True)
+    features, labels = features[4 * RANK:4 * RANK + 4], labels[4 * RANK:4 * RANK + 4]
     with tf.control_dependencies([probe]):
         predictions = tf.matmul(features, w) + b
     loss = tf.reduce_mean(tf.square(predictions - labels))
@@ -124,9 +130,19 @@ for phase in PHASES:
             write(results)
             raise
     record.update(lines=list(lines.lines), seconds=time.monotonic() - began, fired_step=trigger["fired_step"])
+    stopped_at = [int(m.group(1)) for m in map(re.compile(r"training stopped at global step (\d+)").search, lines.lines)
+                  if m]
+    if RANK != 0 and stopped_at:
+        # A real restart comes after the chief finished its save; here the next phase follows at once,
+        # so wait for the chief's checkpoint of the stop (else this rank would restore the one before).
+        deadline = time.monotonic() + 60
+        while checkpoints.checkpoint_step(checkpoints.latest_checkpoint(model_dir) or "") != stopped_at[0]:
+            assert time.monotonic() < deadline, "the chief never saved the stop step"
+            time.sleep(0.05)
     if RANK == 0:
         record["w"] = estimator.get_variable_value("w").tolist()
         record["b"] = estimator.get_variable_value("b").tolist()
         record["global_step"] = int(estimator.get_variable_value("global_step"))
+        record["newest"] = checkpoints.latest_checkpoint(model_dir)
     results.append(record)
     write(results)
