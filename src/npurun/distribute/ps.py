@@ -62,7 +62,9 @@ def run_ps_task(layout: Optional[cluster.Layout] = None) -> None:
     """Serve this ps task's variables until the process is stopped (never returns).
 
     Inside train() (SIGTERM / SIGINT watched, see estimator/preemption.py) the first signal ends
-    the serving: one line, then SystemExit(143 / 130), as a worker's preemption does.
+    the serving once the chief has exited (it may still be saving the shared variables, which live
+    here), at most the start-up timeout (HCCL_CONNECT_TIMEOUT) later: one line, then
+    SystemExit(143 / 130), as a worker's preemption does.
     """
     layout = layout or cluster.read_layout()
     server = cluster.ensure_server(None, layout)
@@ -75,7 +77,12 @@ def run_ps_task(layout: Optional[cluster.Layout] = None) -> None:
     # server.join() blocks in C++, where Python's signal handlers never run: wait in Python instead.
     while not watch.requested:
         time.sleep(0.1)
-    logger.warning("%s: %s stopped serving the parameters; exiting with status %d", watch.name(), layout.local_task,
+    chief = layout.cluster[layout.rank_tasks[0][0]][layout.rank_tasks[0][1]] if layout.rank_tasks else None
+    deadline = time.monotonic() + settings.startup_timeout()
+    while chief is not None and cluster._reachable(chief, timeout=0.2) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    logger.warning("%s: %s stopped serving the parameters%s; exiting with status %d", watch.name(),
+                   layout.local_task, " (the chief has exited)" if chief and time.monotonic() < deadline else "",
                    watch.exit_status)
     raise SystemExit(watch.exit_status)
 

@@ -10,6 +10,9 @@ While `watch()` is open (around one train() call, main thread only):
     blocked inside a long Session.run: a helper thread reads the signal numbers from Python's
     wakeup fd, which the C-level handler writes immediately, whereas Python-level handlers only
     run when the main thread returns to the interpreter;
+  - under `npurun launch` (NPURUN_LAUNCHED=1) the same signal again within DUPLICATE_SECONDS of the
+    first is the same preemption delivered twice (a scheduler signals every process of the job,
+    and the launcher forwards its own copy), not a second signal;
   - the previous handlers (and wakeup fd) are restored when train() returns or raises.
 
 Multi-rank: the ranks agree to stop after the same run (distribute/stop_flag.py): a signalled
@@ -30,11 +33,13 @@ import logging
 import os
 import signal
 import threading
+import time
 from typing import Optional
 
 logger = logging.getLogger("npurun")
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+DUPLICATE_SECONDS = 1.0  # under npurun launch: a repeat within this is the launcher's forwarded copy
 
 
 class Watch:
@@ -145,7 +150,8 @@ def watch():
 
 
 def _count_signals(read_fd: int, state: Watch, stop: threading.Event, watched) -> None:
-    seen = 0
+    seen, first = 0, None
+    launched = os.environ.get("NPURUN_LAUNCHED") == "1"
     while not stop.is_set():
         try:
             data = os.read(read_fd, 64)
@@ -154,6 +160,10 @@ def _count_signals(read_fd: int, state: Watch, stop: threading.Event, watched) -
         for number in data:
             if number not in watched or stop.is_set():
                 continue
+            now = time.monotonic()
+            if launched and first is not None and number == first[0] and now - first[1] < DUPLICATE_SECONDS:
+                continue  # the launcher's copy of the signal the scheduler also sent here
+            first = first or (number, now)
             seen += 1
             state._record(number)
             if seen >= 2:
