@@ -8,7 +8,12 @@ stops there; the chief saves that step with the input position; every rank logs 
 ends with 143 (SIGTERM) / 130 (SIGINT); the next train() resumes from that step.
 """
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -139,3 +144,44 @@ def test_a_rank_killed_while_its_peer_stops_bounds_the_wait_with_one_line(job):
                      rf"was killed\), so the run in flight failed; no checkpoint from this run \(the newest is "
                      rf"{out}/e/model\.ckpt-0\); exiting with status 143$", text, re.M), text
     assert "Traceback" not in results[0].stderr
+
+
+def _children(pid):
+    path = f"/proc/{pid}/task/{pid}/children"
+    with open(path) as handle:
+        return [int(child) for child in handle.read().split()]
+
+
+def test_npurun_launch_preempted_like_a_scheduler_does_it_exits_143_in_one_line(tmp_path):
+    """SIGTERM to `npurun launch -n 2` and to both ranks at once (a scheduler signalling every
+    process of the job): each rank gets it twice (directly and forwarded by the launcher) and
+    counts it once; the ranks stop at the same step, the chief saves, the launcher exits 143 with
+    its one line and no traceback anywhere."""
+    script = str(Path(__file__).parent / "workers" / "estimator_preempt.py")
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK_ID", "RANK_SIZE", "TF_CONFIG", "RANK_TABLE_FILE")}
+    env.update(OUT=str(tmp_path), CUDA_VISIBLE_DEVICES="", HCCL_CONNECT_TIMEOUT="90")
+    proc = subprocess.Popen([sys.executable, "-m", "npurun.distribute.launch", "-n", "2", "--grace", "60", script],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        seen = set()
+        while seen != {"0", "1"}:
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()[-3000:]
+            found = re.match(r"\[rank (\d)\] step 5$", line.strip())
+            if found:
+                seen.add(found.group(1))
+        for pid in [proc.pid, *_children(proc.pid)]:
+            os.kill(pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-3000:]
+    assert "Traceback" not in err and "Second SIGTERM" not in err
+    stops = dict(re.findall(r"^\[rank (\d)\] SIGTERM: training stopped at global step (\d+); ", err, re.M))
+    assert set(stops) == {"0", "1"} and stops["0"] == stops["1"], err[-3000:]
+    model = tmp_path / "model"
+    assert f"[rank 0] SIGTERM: training stopped at global step {stops['0']}; saved {model}/model.ckpt-{stops['0']} " \
+           f"with the input position; exiting with status 143" in err
+    launcher = [line for line in err.splitlines() if line.startswith("npurun launch:")]
+    assert launcher == ["npurun launch: received signal 15; stopping rank 0, rank 1"], launcher

@@ -39,7 +39,7 @@ from typing import Optional
 logger = logging.getLogger("npurun")
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
-DUPLICATE_SECONDS = 1.0  # under npurun launch: a repeat within this is the launcher's forwarded copy
+DUPLICATE_SECONDS = 2.0  # under npurun launch: a repeat within this is the launcher's forwarded copy
 
 
 class Watch:
