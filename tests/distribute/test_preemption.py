@@ -146,17 +146,26 @@ def test_a_rank_killed_while_its_peer_stops_bounds_the_wait_with_one_line(job):
     assert "Traceback" not in results[0].stderr
 
 
-def _children(pid):
-    path = f"/proc/{pid}/task/{pid}/children"
-    with open(path) as handle:
-        return [int(child) for child in handle.read().split()]
+def _ranks_of(launcher_pid):
+    """The launcher's child processes in rank order (each one's RANK_ID, from /proc)."""
+    with open(f"/proc/{launcher_pid}/task/{launcher_pid}/children") as handle:
+        pids = [int(child) for child in handle.read().split()]
+    ranks = {}
+    for pid in pids:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            env = dict(item.split(b"=", 1) for item in handle.read().split(b"\0") if b"=" in item)
+        ranks[int(env[b"RANK_ID"])] = pid
+    return [ranks[rank] for rank in sorted(ranks)]
 
 
-def test_npurun_launch_preempted_like_a_scheduler_does_it_exits_143_in_one_line(tmp_path):
-    """SIGTERM to `npurun launch -n 2` and to both ranks at once (a scheduler signalling every
-    process of the job): each rank gets it twice (directly and forwarded by the launcher) and
-    counts it once; the ranks stop at the same step, the chief saves, the launcher exits 143 with
-    its one line and no traceback anywhere."""
+@pytest.mark.parametrize("who", ["every process", "rank 1 only"])
+def test_npurun_launch_preempted_exits_143_with_one_line(tmp_path, who):
+    """`npurun launch -n 2`, preempted two ways. "every process": SIGTERM to the launcher and to both
+    ranks at once, as a scheduler signalling every process of the job does; each rank gets it
+    twice (directly and forwarded by the launcher) and counts it once. "rank 1 only": the launcher
+    sees rank 1 exit 143, treats it as an orderly stop and waits for rank 0, which stopped at the
+    same step. Either way the chief saves, the launcher exits 143 with one line of its own, and
+    there is no traceback anywhere."""
     script = str(Path(__file__).parent / "workers" / "estimator_preempt.py")
     env = {k: v for k, v in os.environ.items() if k not in ("RANK_ID", "RANK_SIZE", "TF_CONFIG", "RANK_TABLE_FILE")}
     env.update(OUT=str(tmp_path), CUDA_VISIBLE_DEVICES="", HCCL_CONNECT_TIMEOUT="90")
@@ -170,7 +179,8 @@ def test_npurun_launch_preempted_like_a_scheduler_does_it_exits_143_in_one_line(
             found = re.match(r"\[rank (\d)\] step 5$", line.strip())
             if found:
                 seen.add(found.group(1))
-        for pid in [proc.pid, *_children(proc.pid)]:
+        children = _ranks_of(proc.pid)
+        for pid in [proc.pid, *children] if who == "every process" else children[1:]:
             os.kill(pid, signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -178,10 +188,14 @@ def test_npurun_launch_preempted_like_a_scheduler_does_it_exits_143_in_one_line(
             proc.kill()
     assert proc.returncode == 143, err[-3000:]
     assert "Traceback" not in err and "Second SIGTERM" not in err
-    stops = dict(re.findall(r"^\[rank (\d)\] SIGTERM: training stopped at global step (\d+); ", err, re.M))
-    assert set(stops) == {"0", "1"} and stops["0"] == stops["1"], err[-3000:]
-    model = tmp_path / "model"
-    assert f"[rank 0] SIGTERM: training stopped at global step {stops['0']}; saved {model}/model.ckpt-{stops['0']} " \
-           f"with the input position; exiting with status 143" in err
+    stops = re.findall(r"^\[rank (\d)\] SIGTERM( \(received by another rank\))?: training stopped at global step "
+                       r"(\d+); ", err, re.M)
+    assert sorted(rank for rank, _, _ in stops) == ["0", "1"] and len({step for _, _, step in stops}) == 1, err[-3000:]
+    step = stops[0][2]
+    chief_source = " (received by another rank)" if who == "rank 1 only" else ""
+    assert f"[rank 0] SIGTERM{chief_source}: training stopped at global step {step}; saved " \
+           f"{tmp_path}/model/model.ckpt-{step} with the input position; exiting with status 143" in err
     launcher = [line for line in err.splitlines() if line.startswith("npurun launch:")]
-    assert launcher == ["npurun launch: received signal 15; stopping rank 0, rank 1"], launcher
+    assert launcher == (["npurun launch: received signal 15; stopping rank 0, rank 1"] if who == "every process" else
+                        ["npurun launch: the ranks were preempted (SIGTERM) and stopped in order; exiting with status "
+                         "143"]), launcher
