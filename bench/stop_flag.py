@@ -91,6 +91,7 @@ def worker(models, loops, steps, rounds) -> dict:
                         NPUEstimator(model_fn_for(model), config=config).train(
                             input_fn_for(model), steps=steps + 200)  # the first two rate lines are warm-up
                         results.setdefault(f"{model} ipl={loop} {setting}", []).extend(rates[2:])
+                        print("threads", len(os.listdir("/proc/self/task")), file=sys.stderr, flush=True)
     contribute._collective_stop_flag = flag_builder
     return {key: statistics.median(values) for key, values in results.items()}
 
@@ -121,6 +122,7 @@ def main() -> None:
         out, err = proc.communicate(timeout=3600)
         if proc.returncode:
             raise SystemExit(f"a rank failed ({proc.returncode}):\n{err[-3000:]}")
+        print([line for line in err.splitlines() if line.startswith("threads")])
         results.append(json.loads(out.strip().splitlines()[-1]))
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; 2 ranks; {args.steps} steps x "
           f"{args.rounds} rounds per setting")

@@ -105,6 +105,11 @@ def test_every_rank_stops_at_the_same_step_and_the_chief_saves_it(job, name):
     assert chief_where == f"saved {saved} with the input position; exiting with status {status}"
     assert other_where.startswith("this process saves no checkpoints")
     assert chief["newest"] == saved and chief["global_step"] == chief_step  # that checkpoint, read back
+    # One step per run: the flag rides in NPUDistributedOptimizer's gradient all-reduce; a device
+    # loop's all-reduce is inside the loop, so the flag has its own all-reduce, once per loop.
+    kind = "riding on the gradient all-reduce" if ipl == 1 else "own all-reduce"
+    for record in (chief, other):
+        assert f"The ranks agree when to stop: stop flag {kind}" in record["lines"]
 
 
 def test_each_phase_resumes_where_the_previous_one_stopped(job):

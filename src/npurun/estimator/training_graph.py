@@ -1,6 +1,7 @@
 """NPUEstimator.train: build the training graph and session, then run the training loop."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
 from typing import Optional
@@ -9,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..debug.exception_dump import exception_dump
-from ..distribute import errors as distribute_errors, feed
+from ..distribute import errors as distribute_errors, feed, stop_flag as stop_flag_lib
 from ..runtime import compilation, dynamic_inputs
 from . import building, checkpoints, compiled_step, device_loop, host_values
 from .hooks import HookRunner
@@ -39,7 +40,9 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
     holder = {}
     make_input = estimator._input_maker(input_fn, ModeKeys.TRAIN, holder, get_next=iterations == 1 or whole,
                                         transform=_input_transform(options, iterations, whole, holder))
-    with plan.environment():
+    # With several ranks, gradient all-reduces built by model_fn carry the stop flag (stop_flag.py).
+    riding = stop_flag_lib.training_graph() if plan.stop_flag is not None else contextlib.nullcontext()
+    with plan.environment(), riding:
         if iterations > 1:
             def features_outside_loop():
                 features = make_input()  # N stacked elements when the loop is compiled
@@ -85,6 +88,8 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 program.summary = _outer_summaries(graph)
             savers, input_state = _savers(built, holder["input"], holder.get("fed", False))
             stop_flag = plan.stop_flag() if plan.stop_flag is not None else None  # ranks agree when to stop
+            if stop_flag is not None:
+                logger.debug("The ranks agree when to stop: stop flag %s", stop_flag.kind)
             finite = checkpoints.finite_check(_v1.trainable_variables()) if saving else None
             if estimator._warm_start_from is not None and checkpoints.latest_checkpoint(model_dir) is None:
                 building.warm_start(estimator._warm_start_from)

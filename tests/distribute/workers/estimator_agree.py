@@ -35,7 +35,7 @@ PHASES = json.loads(sys.argv[1])
 
 class Lines(logging.Handler):
     def __init__(self):
-        super().__init__(logging.INFO)
+        super().__init__(logging.DEBUG)
         self.lines = []
 
     def emit(self, record):
@@ -44,7 +44,7 @@ class Lines(logging.Handler):
 
 lines = Lines()
 logging.getLogger("npurun").addHandler(lines)
-logging.getLogger("npurun").setLevel(logging.INFO)
+logging.getLogger("npurun").setLevel(logging.DEBUG)
 trigger = {"how": None, "at": None, "signum": None, "count": 0}
 
 
