@@ -72,8 +72,9 @@ def run_ps_task(layout: Optional[cluster.Layout] = None) -> None:
     from ..estimator import preemption
 
     watch = preemption.current()
-    if not watch.installed:
+    if not watch.installed:  # no handlers here (not the main thread): serve until the process is stopped
         server.join()
+        return
     # server.join() blocks in C++, where Python's signal handlers never run: wait in Python instead.
     while not watch.requested:
         time.sleep(0.1)
