@@ -12,7 +12,7 @@ import tensorflow as tf
 from ..debug.exception_dump import exception_dump
 from ..distribute import errors as distribute_errors, feed, stop_flag as stop_flag_lib
 from ..runtime import compilation, dynamic_inputs
-from . import building, checkpoints, compiled_step, device_loop, host_values
+from . import building, checkpoints, compiled_step, device_loop, host_values, rank_input
 from .hooks import HookRunner
 from .inner_fetches import InnerFetches
 from .inputs import Input
@@ -90,6 +90,7 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
             stop_flag = plan.stop_flag() if plan.stop_flag is not None else None  # ranks agree when to stop
             if stop_flag is not None:
                 logger.debug("The ranks agree when to stop: stop flag %s", stop_flag.kind)
+            own_input = rank_input.build(holder["input"], input_state, model_dir, chief, stop_flag)
             finite = checkpoints.finite_check(_v1.trainable_variables()) if saving else None
             if estimator._warm_start_from is not None and checkpoints.latest_checkpoint(model_dir) is None:
                 building.warm_start(estimator._warm_start_from)
@@ -111,8 +112,11 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                        if saving else None)
         try:
             with built.session(plan.target) as sess, distribute_errors.explained(config):
-                building.start(sess, start_ops, savers, model_dir, quarantine=saving, resume_input=True,
-                               wait_for_initialization=plan.wait_for_initialization, scaffold=spec.scaffold)
+                restored = building.start(sess, start_ops, savers, model_dir, quarantine=saving, resume_input=True,
+                                          wait_for_initialization=plan.wait_for_initialization,
+                                          scaffold=spec.scaffold)
+                if own_input is not None:  # this rank's own input position over the chief's, if it saved one
+                    own_input.restore(sess, restored, checkpoints.finished_step(model_dir))
                 if stop_flag is not None:
                     sess.run(stop_flag.start_op)
                 start_step = int(sess.run(program.global_step))
@@ -138,8 +142,9 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                     writer_ckpt.end(sess, step)
                     if not loop.preempted:
                         checkpoints.mark_finished(model_dir, step)
+                own_saved = own_input.save(sess, step) if own_input is not None and loop.preempted else None
                 if loop.watch.requested:
-                    _log_preemption(loop.watch, step, writer_ckpt)
+                    _log_preemption(loop.watch, step, writer_ckpt, own_saved)
                 runner.end(sess)
                 if loop.last_loss is not None and np.size(loop.last_loss):
                     logger.info("Loss for final step %d: %.6g", step, float(np.ravel(loop.last_loss)[-1]))
@@ -149,8 +154,10 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 writer.close()
 
 
-def _log_preemption(watch, step, writer_ckpt):
-    if writer_ckpt is not None:
+def _log_preemption(watch, step, writer_ckpt, own_saved=None):
+    if own_saved is not None:
+        where = f"saved this rank's input position to {own_saved} (the chief saves the checkpoint)"
+    elif writer_ckpt is not None:
         where = f"saved {writer_ckpt.last_saved} with the input position" if writer_ckpt.saves_input_position \
             else f"saved {writer_ckpt.last_saved} (variables only: the input position is not saved for this input)"
     else:

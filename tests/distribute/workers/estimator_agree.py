@@ -3,7 +3,9 @@
 argv[1]: a JSON list of phases, run in order on every rank. A phase:
   {"name", "model": model_dir name under OUT, "ipl": iterations_per_loop, "steps": train(steps=),
    "max_steps": train(max_steps=) (instead of steps), "save_every": the chief's save_checkpoints_steps,
-   "signals": {"<rank>": [how, at, signal name]}, "last": true to let SystemExit end the process}
+   "signals": {"<rank>": [how, at, signal name]}, "last": true to let SystemExit end the process,
+   "sharded": true for dataset.shard(2, rank) before a shuffle buffer (else every rank reads the
+   same global batches and model_fn keeps this rank's half)}
 How a rank signals itself (deterministic: counted in runs or steps of this phase, not in time):
   "between": after run `at` (a hook's after_run); "inside": while running step `at` (a
   numpy_function in model_fn: the run is in flight); "save": in the chief's before_save of its
@@ -52,6 +54,15 @@ def fire():
     os.kill(os.getpid(), signal.SIGKILL if trigger["how"] == "kill" else trigger["signum"])
 
 
+def sharded_input_fn():
+    # The usual data-parallel pipeline: each rank its shard, then a shuffle buffer, so the input
+    # position (buffer included) differs between ranks: resuming is exact only if every rank
+    # restores its own (estimator/rank_input.py).
+    data = np.arange(64, dtype=np.float32).reshape([32, 2]) / 32
+    dataset = tf.data.Dataset.from_tensor_slices((data, data[:, :1] * 2 - data[:, 1:]))
+    return dataset.shard(2, RANK).shuffle(16, seed=7, reshuffle_each_iteration=True).repeat().batch(4)
+
+
 def input_fn():
     # Every rank reads the same shuffled stream of global batches of 8 and model_fn keeps this
     # rank's half: the input position (buffers included) does not depend on the rank, so the
@@ -74,7 +85,8 @@ def model_fn(features, labels, mode):
         return np.int32(0)
 
     probe = tf.numpy_function(inside, [], tf.int32, stateful=True)
-    features, labels = features[4 * RANK:4 * RANK + 4], labels[4 * RANK:4 * RANK + 4]
+    if not SHARDED:
+        features, labels = features[4 * RANK:4 * RANK + 4], labels[4 * RANK:4 * RANK + 4]
     with tf.control_dependencies([probe]):
         predictions = tf.matmul(features, w) + b
     loss = tf.reduce_mean(tf.square(predictions - labels))
@@ -104,7 +116,9 @@ class DuringSave(v1.train.CheckpointSaverListener):
 
 
 results = []
+SHARDED = False
 for phase in PHASES:
+    SHARDED = phase.get("sharded", False)
     how, at, name = phase.get("signals", {}).get(str(RANK), [None, None, None])
     trigger.update(how=how, at=at, signum=getattr(signal, name) if name else None, count=0, fired_step=None)
     ipl = phase.get("ipl", 1)
@@ -120,7 +134,7 @@ for phase in PHASES:
     estimator = NPUEstimator(model_fn, config=config)
     began = time.monotonic()
     try:
-        estimator.train(input_fn, steps=phase.get("steps"), max_steps=phase.get("max_steps"), hooks=hooks,
+        estimator.train(sharded_input_fn if SHARDED else input_fn, steps=phase.get("steps"), max_steps=phase.get("max_steps"), hooks=hooks,
                         saving_listeners=listeners)
     except SystemExit as stopped:
         record["code"] = stopped.code
