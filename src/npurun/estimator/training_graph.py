@@ -1,6 +1,7 @@
 """NPUEstimator.train: build the training graph and session, then run the training loop."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
 from typing import Optional
@@ -9,9 +10,9 @@ import numpy as np
 import tensorflow as tf
 
 from ..debug.exception_dump import exception_dump
-from ..distribute import errors as distribute_errors, feed
+from ..distribute import errors as distribute_errors, feed, stop_flag as stop_flag_lib
 from ..runtime import compilation, dynamic_inputs
-from . import building, checkpoints, compiled_step, device_loop, host_values
+from . import building, checkpoints, compiled_step, device_loop, host_values, rank_input
 from .hooks import HookRunner
 from .inner_fetches import InnerFetches
 from .inputs import Input
@@ -39,7 +40,9 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
     holder = {}
     make_input = estimator._input_maker(input_fn, ModeKeys.TRAIN, holder, get_next=iterations == 1 or whole,
                                         transform=_input_transform(options, iterations, whole, holder))
-    with plan.environment():
+    # With several ranks, gradient all-reduces built by model_fn carry the stop flag (stop_flag.py).
+    riding = stop_flag_lib.training_graph() if plan.stop_flag is not None else contextlib.nullcontext()
+    with plan.environment(), riding:
         if iterations > 1:
             def features_outside_loop():
                 features = make_input()  # N stacked elements when the loop is compiled
@@ -84,6 +87,10 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
             if summarising:
                 program.summary = _outer_summaries(graph)
             savers, input_state = _savers(built, holder["input"], holder.get("fed", False))
+            stop_flag = plan.stop_flag() if plan.stop_flag is not None else None  # ranks agree when to stop
+            if stop_flag is not None:
+                logger.debug("The ranks agree when to stop: stop flag %s", stop_flag.kind)
+            own_input = rank_input.build(holder["input"], input_state, model_dir, chief, stop_flag)
             finite = checkpoints.finite_check(_v1.global_variables()) if saving else None
             if estimator._warm_start_from is not None and checkpoints.latest_checkpoint(model_dir) is None:
                 building.warm_start(estimator._warm_start_from)
@@ -108,6 +115,10 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 restored = building.start(sess, start_ops, savers, model_dir, quarantine=saving, resume_input=True,
                                           wait_for_initialization=plan.wait_for_initialization,
                                           scaffold=spec.scaffold)
+                if own_input is not None:  # this rank's own input position over the chief's, if it saved one
+                    own_input.restore(sess, restored, checkpoints.finished_step(model_dir))
+                if stop_flag is not None:
+                    sess.run(stop_flag.start_op)
                 start_step = int(sess.run(program.global_step))
                 # The input position was restored too: a restart after a crash (see restore_newest).
                 position_restored = bool(restored) and len(savers) > 1 and \
@@ -124,7 +135,7 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 loop = TrainingLoop(sess, program, Schedules(
                     checkpoint_steps=config.save_checkpoints_steps, checkpoint_secs=config.save_checkpoints_secs,
                     summary_steps=config.save_summary_steps, log_steps=options["log_step_count_steps"]),
-                    runner, writer_ckpt, writer, built.run_options())
+                    runner, writer_ckpt, writer, built.run_options(), stop_flag)
                 with exception_dump(options, sess, feed_dict=None, mode=ModeKeys.TRAIN), \
                         compilation.explained_compile_errors(options, graph):
                     step = loop.run(start_step, last_step)
@@ -137,8 +148,9 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                     writer_ckpt.end(sess, step)
                     if not loop.preempted:
                         checkpoints.mark_finished(model_dir, step)
+                own_saved = own_input.save(sess, step) if own_input is not None and loop.preempted else None
                 if loop.watch.requested:
-                    _log_preemption(loop.watch, step, writer_ckpt)
+                    _log_preemption(loop.watch, step, writer_ckpt, own_saved)
                 runner.end(sess)
                 if loop.last_loss is not None and np.size(loop.last_loss):
                     logger.info("Loss for final step %d: %.6g", step, float(np.ravel(loop.last_loss)[-1]))
@@ -160,14 +172,17 @@ def _restart_input(sess, loop, inp, restored, start_step, last_step) -> int:
     return loop.run(start_step, last_step)
 
 
-def _log_preemption(watch, step, writer_ckpt):
-    if writer_ckpt is not None:
+def _log_preemption(watch, step, writer_ckpt, own_saved=None):
+    if own_saved is not None:
+        where = f"saved this rank's input position to {own_saved} (the chief saves the checkpoint)"
+    elif writer_ckpt is not None:
         where = f"saved {writer_ckpt.last_saved} with the input position" if writer_ckpt.saves_input_position \
             else f"saved {writer_ckpt.last_saved} (variables only: the input position is not saved for this input)"
     else:
         where = "this process saves no checkpoints (not the chief, or save_checkpoints_steps=0)"
-    logger.warning("%s: training stopped at global step %d; %s; exiting with status %d", watch.name(), step, where,
-                   watch.exit_status)
+    source = " (received by another rank)" if watch.from_peer else ""
+    logger.warning("%s%s: training stopped at global step %d; %s; exiting with status %d", watch.name(), source, step,
+                   where, watch.exit_status)
 
 
 def _check_multiple(iterations, start_step, last_step, steps):
