@@ -14,8 +14,9 @@ DESCRIPTION = """\
 npurun runs Ascend NPURunConfig / NPUEstimator training on CPUs and NVIDIA GPUs.
 
 Every option of NPURunConfig can be given on the command line with --set NAME=VALUE
-(repeatable; values are YAML scalars: 10, true, null, text) or in a JSON/YAML file
-with --config FILE; --set wins over the file. Sub-config fields use dots:
+(repeatable; values are YAML scalars: 10, true, null (or None), text; an option whose
+value is text gets the text as typed, so dump_step=0 is "0") or in a JSON/YAML file with
+--config FILE; --set wins over the file. Sub-config fields use dots:
 --set dump_config.enable_dump=true --set dump_config.dump_path=/tmp/dump
 """
 
@@ -26,6 +27,12 @@ examples:
   npurun explain --config run.yaml --only-set
   npurun train --steps 400 --set save_checkpoints_steps=100
       train the bundled example (handwritten digits), evaluate it and export a SavedModel
+  npurun check train.py && npurun run train.py --max_steps 100
+      what an Ascend adapter script uses and how it behaves here; then run it unmodified
+  npurun launch -n 2 train.py
+      two data-parallel ranks on this machine
+
+`npurun COMMAND --help` shows each command's options and examples.
 """
 
 
@@ -124,21 +131,38 @@ def build_parser() -> argparse.ArgumentParser:
     _add_global_flags(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    from .cli_help import ExamplesHelpFormatter
+
     explain = commands.add_parser(
         "explain", help="show every option's value, kind and mechanism on this machine",
+        formatter_class=ExamplesHelpFormatter,
         description="Validate a configuration and show, for every NPURunConfig option, its value, whether "
                     "you set it, its kind here (effect / accepted, no effect here / not supported / not "
-                    "implemented yet) and the TensorFlow mechanism it maps to. Exit status 2 and the error "
-                    "message when the configuration is invalid. Does not import TensorFlow.")
+                    "implemented yet) and the TensorFlow mechanism it maps to. The table (or JSON) goes to "
+                    "stdout. Exit status 2 and the error message when the configuration is invalid, so it "
+                    "also checks a config file before a long run. Does not import TensorFlow.",
+        epilog="examples:\n"
+               "  npurun explain --set iterations_per_loop=10 --set precision_mode=allow_mix_precision_bf16\n"
+               "  npurun explain --config run.yaml --only-set             # check a config file\n"
+               "  npurun explain --format json > options.json            # one object per option, for tools")
     _add_option_sources(explain)
-    explain.add_argument("--format", choices=("table", "json"), default="table")
+    explain.add_argument("--format", choices=("table", "json"), default="table",
+                         help="table (default, for reading) or json (for tools)")
     explain.add_argument("--only-set", action="store_true", help="only the options you set")
     explain.set_defaults(handler=cmd_explain)
 
     train = commands.add_parser(
         "train", help="train, evaluate and export the bundled example",
+        formatter_class=ExamplesHelpFormatter,
         description="Train the bundled example (an MLP on the 8x8 handwritten digits, bundled, offline) with "
-                    "NPUEstimator under the given options, evaluate it, export a SavedModel and print the accuracy.")
+                    "NPUEstimator under the given options, evaluate it, export a SavedModel and print the "
+                    "accuracy, the model directory and the SavedModel's path. Checkpoints and TensorBoard "
+                    "event files go to the model directory, progress lines to stderr; a second run with the "
+                    "same model directory resumes from its newest checkpoint.",
+        epilog="examples:\n"
+               "  npurun train --steps 400 --model-dir /tmp/digits --set iterations_per_loop=10\n"
+               "  npurun train --config run.yaml --export-dir /tmp/digits_export\n"
+               "  tensorboard --logdir /tmp/digits                      # the loss and steps/sec curves")
     _add_option_sources(train)
     train.add_argument("--steps", type=_positive_int, default=600,
                        help="the global step to train to, a total: a run resumed from a model_dir trains "

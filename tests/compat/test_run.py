@@ -1,4 +1,5 @@
 """npurun run: the script runs as __main__ with its arguments, under the compat layer, and its exit status."""
+import json
 import logging
 import os
 import sys
@@ -74,6 +75,30 @@ def test_run_script_leaves_no_legacy_keras_setting_behind(tmp_path, monkeypatch)
     script.write_text("import os, sys\nsys.exit(0 if os.environ.get('TF_USE_LEGACY_KERAS') == '1' else 7)\n")
     assert run_script(str(script)) == 0, "the script sees tf.keras as TensorFlow 1 scripts knew it"
     assert "TF_USE_LEGACY_KERAS" not in os.environ, "child processes of later code (a TF 2.15 oracle) must not inherit it"
+
+
+@pytest.mark.parametrize("before", [
+    {},  # nothing set: the script gets npurun's defaults
+    {"TF_USE_LEGACY_KERAS": "0", "RANK_SIZE": "4", "RANK_ID": "3"},  # set: the script gets these
+])
+@pytest.mark.parametrize("ending", ["return", "raise"])
+def test_an_in_process_run_leaves_the_environment_exactly_as_before(tmp_path, monkeypatch, before, ending):
+    for name in ("TF_USE_LEGACY_KERAS", "RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "TF_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in before.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("NPURUN_TF_API", "1")
+    seen = tmp_path / "seen.json"
+    script = tmp_path / "environment.py"
+    script.write_text(f"import json, os\n"
+                      f"names = ('TF_USE_LEGACY_KERAS', 'RANK_SIZE', 'RANK_ID')\n"
+                      f"open({str(seen)!r}, 'w').write(json.dumps({{n: os.environ.get(n) for n in names}}))\n"
+                      + ("raise RuntimeError('the script fails')\n" if ending == "raise" else ""))
+    environment = dict(os.environ)
+    assert run_script(str(script)) == (1 if ending == "raise" else 0)
+    expected = {"TF_USE_LEGACY_KERAS": "1", "RANK_SIZE": "1", "RANK_ID": "0", **before}
+    assert json.loads(seen.read_text()) == expected
+    assert dict(os.environ) == environment
 
 
 @pytest.mark.parametrize("source, local_module, expected", [

@@ -17,6 +17,13 @@ def test_npu_config_proto_and_session_config_init():
     assert isinstance(proto, config_pb2.ConfigProto) and proto.allow_soft_placement
     given = config_pb2.ConfigProto(log_device_placement=True)
     assert shims.npu_config_proto(given) is given and not given.log_device_placement
+    # As the adapter's: an NpuOptimizer entry, added once, and a hand-written one is kept as it is.
+    assert param_map.find_npu_optimizer(proto) is not None
+    shims.npu_config_proto(proto)
+    assert [c.name for c in proto.graph_options.rewrite_options.custom_optimizers].count("NpuOptimizer") == 1
+    hand = config_pb2.ConfigProto()
+    param_map.add_npu_optimizer(hand, {"iterations_per_loop": 10})
+    assert npurun.NPURunConfig(session_config=shims.npu_config_proto(hand)).iterations_per_loop == 10
 
     session_config = shims.npu_session_config_init()
     shims.npu_session_config_init(session_config)

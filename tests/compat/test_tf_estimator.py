@@ -82,7 +82,7 @@ def test_isinstance_and_replace():
 
 def test_estimator_takes_tf_estimator_positional_order(tmp_path):
     with compat.active():
-        def model_fn(features, labels, mode):
+        def model_fn(features, labels, mode, params):
             raise AssertionError("not called")
 
         estimator = tf.estimator.Estimator(model_fn, str(tmp_path / "m"), RunConfig(), {"a": 1}, str(tmp_path))
@@ -104,20 +104,77 @@ def _numpy_batches(dataset):
             return batches
 
 
+def _run_to_end(tensors):
+    """Every batch `tensors` yields in a session, until OutOfRangeError."""
+    batches = []
+    with tf.compat.v1.Session(graph=tf.compat.v1.get_default_graph()) as sess:
+        while True:
+            try:
+                batches.append(sess.run(tensors))
+            except tf.errors.OutOfRangeError:
+                return batches
+
+
 def test_numpy_input_fn_batches_epochs_and_shuffles():
     x = {"x": np.arange(10, dtype=np.float32).reshape(10, 1)}
     y = np.arange(10, dtype=np.int32)
-    dataset = numpy_input_fn(x, y, batch_size=4, num_epochs=2, shuffle=False)()
-    batches = _numpy_batches(dataset)
+    with tf.Graph().as_default():  # called directly, as tf.estimator's: (features, labels) tensors
+        batches = _run_to_end(numpy_input_fn(x, y, batch_size=4, num_epochs=2, shuffle=False)())
     assert [len(labels) for _, labels in batches] == [4, 4, 4, 4, 4]
     assert list(np.concatenate([labels for _, labels in batches])) == list(range(10)) * 2
-    shuffled = numpy_input_fn(x, y, batch_size=10, num_epochs=1, shuffle=True)()
-    features, labels = _numpy_batches(shuffled)[0]
+    with tf.Graph().as_default():
+        features, labels = _run_to_end(numpy_input_fn(x, y, batch_size=10, num_epochs=1, shuffle=True)())[0]
     assert sorted(labels) == list(range(10)) and list(features["x"][:, 0].astype(int)) == list(labels)
-    with pytest.raises(ValueError, match="shuffle must be given"):
+    with tf.Graph().as_default():  # without y: the features alone
+        assert [len(b["x"]) for b in _run_to_end(numpy_input_fn(x, batch_size=8, shuffle=False)())] == [8, 2]
+    with pytest.raises(ValueError, match="shuffle must be provided and explicitly set as boolean"):
         numpy_input_fn(x, y)
-    with pytest.raises(ValueError, match="same length"):
-        numpy_input_fn(x, y[:5], shuffle=False)
+    with pytest.raises(ValueError, match="Length of tensors in x and y is mismatched"):
+        numpy_input_fn(x, y[:5], shuffle=False)()
+    with pytest.raises(ValueError, match="x cannot be an empty dict"):
+        numpy_input_fn({}, y, shuffle=False)()
+    with pytest.raises(TypeError, match="x must be a dict or array"):
+        numpy_input_fn([1, 2], None, shuffle=False)()
+
+
+def test_pandas_input_fn_feeds_columns_and_a_target():
+    import pandas as pd
+
+    from npurun.compat.tf_estimator import pandas_input_fn
+
+    x = pd.DataFrame({"a": np.arange(4) * 1.0, "b": np.arange(32, 36)}, index=np.arange(100, 104))
+    y = pd.Series(np.arange(-32, -28), index=np.arange(100, 104))
+    with tf.Graph().as_default():
+        batches = _run_to_end(pandas_input_fn(x, y, batch_size=3, shuffle=False, num_epochs=1)())
+    assert [list(f["a"]) for f, _ in batches] == [[0, 1, 2], [3]] and list(batches[0][1]) == [-32, -31, -30]
+    labels = pd.DataFrame({"a": np.arange(-32, -28), "t": np.arange(4)}, index=x.index)  # a DataFrame: by column
+    with tf.Graph().as_default():
+        features, target = _run_to_end(pandas_input_fn(x, labels, batch_size=4, shuffle=False)())[0]
+    assert list(features["a"]) == [0, 1, 2, 3] and list(target["a"]) == [-32, -31, -30, -29]
+    with pytest.raises(ValueError, match="Index for x and y are mismatched"):
+        pandas_input_fn(x, pd.Series(np.arange(4)), shuffle=False)
+    with pytest.raises(ValueError, match="Cannot use name a for target column"):
+        pandas_input_fn(x, y, shuffle=False, target_column="a")
+    with pytest.raises(ValueError, match="shuffle must be provided"):
+        pandas_input_fn(x, y)
+
+
+def test_numpy_input_fn_gives_an_estimator_a_dataset(tmp_path):
+    """The Estimator gets the Dataset (its position is checkpointed): training resumes where it stopped."""
+    from npurun.estimator import EstimatorSpec, NPUEstimator
+
+    def model_fn(features, labels, mode):
+        step = tf.compat.v1.train.get_global_step()
+        loss = tf.reduce_sum(features["x"])
+        with tf.control_dependencies([loss]):  # a step only when a batch was read
+            train_op = tf.compat.v1.assign_add(step, 1)
+        return EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    x = {"x": np.arange(10, dtype=np.float32).reshape(10, 1)}
+    estimator = NPUEstimator(model_fn, model_dir=str(tmp_path))
+    estimator.train(numpy_input_fn(x, np.zeros(10, np.float32), batch_size=2, shuffle=False), steps=100)
+    assert estimator.get_variable_value("global_step") == 5  # one epoch of 5 batches, then the input ended
+    assert any("Iterator" in name for name in estimator.get_variable_names())
 
 
 def test_disable_v2_behavior_keeps_resource_variables_with_a_warning():

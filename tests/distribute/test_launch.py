@@ -102,6 +102,25 @@ def test_signal_to_the_launcher_stops_every_rank():
             os.kill(pid, 0)
 
 
+def test_ranks_preempted_in_order_are_waited_for_and_give_the_launchers_status():
+    """A rank's exit 143 (NPUEstimator's orderly preemption) is not a failure: the launcher waits for
+    rank 0 (which exits 143 three seconds later, after its checkpoint) instead of stopping it, then
+    exits 143 with one line. Every task is marked NPURUN_LAUNCHED=1."""
+    proc, elapsed = run_launch("-n", "2", SCRIPT, "preempted", "3")
+    assert proc.returncode == 143, proc.stderr
+    assert lines_of(proc.stdout, "[rank 0] ")[-1] == "NPURUN_LAUNCHED=1"
+    assert [line for line in proc.stderr.splitlines() if line.startswith("npurun launch:")] == [
+        "npurun launch: the ranks were preempted (SIGTERM) and stopped in order; exiting with status 143"]
+    assert elapsed >= 3
+
+
+def test_a_rank_killed_by_a_signal_is_a_failure_not_a_preemption():
+    proc, elapsed = run_launch("-n", "2", "--grace", "2", SCRIPT, "killed1")
+    assert proc.returncode == 143
+    assert "rank 1 failed: exited with status 143, killed by SIGTERM" in proc.stderr
+    assert "stopping rank 0" in proc.stderr and elapsed < 30  # rank 0 (sleeping 60 s) was stopped
+
+
 def test_hosts_prints_the_other_hosts_commands_and_runs_this_hosts_ranks():
     proc, _ = run_launch("-n", "3", "--hosts", "127.0.0.1:2,10.9.9.9:1", "--base-port", "31000", SCRIPT, "ok",
                          "--flag")

@@ -166,9 +166,12 @@ def _histogram_sums_of_squares(model_dir, tag):
 @pytest.mark.parametrize("mode", [dict(iterations_per_loop=5), dict(jit_compile="true", iterations_per_loop=5)],
                          ids=["loop", "compiled-loop"])
 def test_summaries_of_variables_show_each_steps_value(make_config, model_dir, mode):
-    _train(make_config, model_dir, 5, save_summary_steps=1, **mode)
+    est = _train(make_config, model_dir, 5, save_summary_steps=1, **mode)
     sums = _histogram_sums_of_squares(model_dir, "w2_values")
-    assert len(sums) == 5 and len(set(sums)) == 5, "each step of the loop wrote the weights it saw"
+    assert len(sums) == 5 and len(set(sums)) == 5, "each step of the loop wrote its own weights"
+    # A step's summary shows the weights after that step's update: step 5's are the trained ones.
+    final = float(np.sum(np.square(est.get_variable_value("w2").astype(np.float64))))
+    assert sums[-1] == pytest.approx(final, rel=1e-6)
 
 
 def test_dict_host_call_and_model_fn_summaries_together_in_a_loop(make_config, model_dir):

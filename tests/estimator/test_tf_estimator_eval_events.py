@@ -25,8 +25,10 @@ def _input_fn():
 
 
 def _events(path):
+    """(step, metrics) of the metric events (each evaluation also writes its checkpoint_path event)."""
     return [(event.step, {value.tag: value.simple_value for value in event.summary.value})
-            for event in v1.train.summary_iterator(path) if event.summary.value]
+            for event in v1.train.summary_iterator(path)
+            if any(value.HasField("simple_value") for value in event.summary.value)]
 
 
 def test_evaluations_of_a_process_share_one_event_file(tmp_path):

@@ -50,3 +50,21 @@ def test_a_plain_model_is_evaluated_before_during_and_after_training(tmp_path):
     hook = InMemoryEvaluatorHook(estimator, _input_fn, every_n_iter=2)
     estimator.train(_input_fn, hooks=[hook], steps=2)
     assert [result["global_step"] for result in hook.results] == [0, 2, 2]
+
+
+def test_in_memory_evaluations_name_no_checkpoint_path(tmp_path):
+    """Their checkpoint is a private temporary one (tf.estimator writes no checkpoint_path for them);
+    an ordinary evaluate() names the checkpoint it evaluated."""
+    import glob
+    import os
+
+    estimator = NPUEstimator(_model_fn_with(), model_dir=str(tmp_path))
+    estimator.train(_input_fn, hooks=[InMemoryEvaluatorHook(estimator, _input_fn, every_n_iter=2)], steps=2)
+
+    def tags():
+        return {value.tag for path in glob.glob(os.path.join(estimator.eval_dir(), "events.out.tfevents.*"))
+                for event in v1.train.summary_iterator(path) for value in event.summary.value}
+
+    assert "loss" in tags() and "checkpoint_path" not in tags()
+    estimator.evaluate(_input_fn)
+    assert "checkpoint_path" in tags()

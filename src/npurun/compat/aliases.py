@@ -455,12 +455,13 @@ TF_ESTIMATOR = {
                                        "build_raw_serving_input_receiver_fn, build_parsing_serving_input_receiver_fn"),
     "experimental": Mapped(f"{_EST}.experimental", "InMemoryEvaluatorHook, stop_if_higher_hook, stop_if_lower_hook, "
                                                    "stop_if_no_decrease_hook, stop_if_no_increase_hook, "
-                                                   "make_early_stopping_hook, build_raw_supervised_input_receiver_fn, "
-                                                   "call_logit_fn"),
+                                                   "make_early_stopping_hook, make_stop_at_checkpoint_step_hook, "
+                                                   "build_raw_supervised_input_receiver_fn, call_logit_fn"),
     "tpu": Mapped("npurun.compat.contrib_tpu", "TPUEstimator, TPUEstimatorSpec, RunConfig, TPUConfig, "
                                                "InputPipelineConfig run with use_tpu=False, as tf.contrib.tpu's"),
     "inputs": Mapped("npurun.compat.tf_estimator:inputs",
-                     "numpy_input_fn (a tf.data pipeline with the same batching, epochs and shuffling)"),
+                     "numpy_input_fn, pandas_input_fn (tf.estimator's batching, epochs, shuffling and messages; tensors "
+                     "when called directly, a tf.data pipeline for an Estimator)"),
     **{hook: Mapped(f"{_V1_TRAIN}:{hook}") for hook in (
         "SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues", "LoggingTensorHook",
         "StopAtStepHook", "CheckpointSaverHook", "CheckpointSaverListener", "SummarySaverHook", "StepCounterHook",
@@ -472,6 +473,9 @@ TF_ESTIMATOR = {
         "BaselineRegressor")},
     **{exporter: Mapped(f"{_EST}.exporters:{exporter}") for exporter in (
         "LatestExporter", "BestExporter", "FinalExporter")},
+    **{parse: Mapped(f"{_EST}.parsing:{parse}") for parse in (
+        "classifier_parse_example_spec", "regressor_parse_example_spec")},
+    "VocabInfo": Mapped(f"{_V1_TRAIN}:VocabInfo", "TensorFlow's; WarmStartSettings takes no vocabulary remapping"),
 }
 TF_LAYERS = {name: Mapped(f"npurun.compat.layers:{name}") for name in (
     "dense", "conv1d", "conv2d", "conv3d", "conv2d_transpose", "conv3d_transpose", "separable_conv1d",

@@ -114,24 +114,8 @@ def run_script(path: str, args=(), module: str = None) -> int:
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [path, *args]
     sys.path.insert(0, os.getcwd() if module else os.path.dirname(path))
-    # tf.keras as TensorFlow 1 scripts knew it (Keras 2, from tf-keras; Keras 3 has no graph mode). Read when
-    # a script first uses tf.keras: the whole process is the script's here. An explicit setting is kept.
-    legacy_keras_set_here = tf1 and "TF_USE_LEGACY_KERAS" not in os.environ
-    if legacy_keras_set_here:
-        os.environ["TF_USE_LEGACY_KERAS"] = "1"
-    # Ascend's 1-device launch scripts export RANK_SIZE=1 / RANK_ID=0 and many scripts read them bare
-    # (`int(os.getenv('RANK_SIZE'))`: 63 ModelZoo folders). With no rank environment at all, a run is
-    # that one rank; `npurun launch` and explicit settings are kept as they are.
-    one_rank_set_here = not any(name in os.environ for name in _RANK_VARIABLES)
-    if one_rank_set_here:
-        os.environ.update(_ONE_RANK)
-    # A one-rank run is device 0, as Ascend's 1p launch scripts export it. Not for several ranks: npurun reads
-    # ASCEND_DEVICE_ID as the session's device, which `npurun launch` / the user choose per rank.
-    one_device = os.environ.get("RANK_SIZE") == "1" and os.environ.get("RANK_ID", "0") == "0"
-    devices_set_here = [name for name in _DEVICE_VARIABLES if name not in os.environ] if one_device else []
-    os.environ.update({name: "0" for name in devices_set_here})
     try:
-        with active(graph_mode=tf1, tf1=tf1), _npurun_log():
+        with _environment_defaults(_script_environment(tf1)), active(graph_mode=tf1, tf1=tf1), _npurun_log():
             if module:
                 runpy.run_module(module, run_name="__main__", alter_sys=True)
             else:
@@ -153,14 +137,44 @@ def run_script(path: str, args=(), module: str = None) -> int:
         return 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-        if legacy_keras_set_here:  # run_script called in-process (tests, notebooks) leaves no trace
-            os.environ.pop("TF_USE_LEGACY_KERAS", None)
-        if one_rank_set_here:
-            for name in _ONE_RANK:
-                os.environ.pop(name, None)
-        for name in devices_set_here:
-            os.environ.pop(name, None)
     return 0
+
+
+def _script_environment(tf1: bool) -> dict:
+    """Environment variables a script run here gets when they are not set already."""
+    defaults = {}
+    # tf.keras as TensorFlow 1 scripts knew it (Keras 2, from tf-keras; Keras 3 has no graph mode). Read when
+    # a script first uses tf.keras: the whole process is the script's here. An explicit setting is kept.
+    if tf1 and "TF_USE_LEGACY_KERAS" not in os.environ:
+        defaults["TF_USE_LEGACY_KERAS"] = "1"
+    # Ascend's 1-device launch scripts export RANK_SIZE=1 / RANK_ID=0 and many scripts read them bare
+    # (`int(os.getenv('RANK_SIZE'))`: 63 ModelZoo folders). With no rank environment at all, a run is
+    # that one rank; `npurun launch` and explicit settings are kept as they are.
+    if not any(name in os.environ for name in _RANK_VARIABLES):
+        defaults.update(_ONE_RANK)
+    # A one-rank run is device 0, as Ascend's 1p launch scripts export it. Not for several ranks: npurun reads
+    # ASCEND_DEVICE_ID as the session's device, which `npurun launch` / the user choose per rank.
+    rank_size = os.environ.get("RANK_SIZE", defaults.get("RANK_SIZE"))
+    if rank_size == "1" and os.environ.get("RANK_ID", defaults.get("RANK_ID", "0")) == "0":
+        defaults.update({name: "0" for name in _DEVICE_VARIABLES if name not in os.environ})
+    return defaults
+
+
+@contextlib.contextmanager
+def _environment_defaults(defaults: dict):
+    """`defaults` set in os.environ for the run; afterwards each of them is as it was before (unset if
+    it was unset), whatever the script did to it, so an in-process run (tests, notebooks) leaves no trace
+    for later code and its child processes (a TF 2.15 oracle must not inherit TF_USE_LEGACY_KERAS)."""
+    before = {name: os.environ.get(name) for name in defaults}
+    os.environ.update(defaults)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextlib.contextmanager

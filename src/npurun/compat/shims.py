@@ -219,24 +219,30 @@ def npu_close():
 
 
 def npu_config_proto(config_proto=None):
-    """A ConfigProto (the given one, or a new one) with soft placement on and placement logging off."""
+    """A ConfigProto (the given one, or a new one) with soft placement on, placement logging off and
+    an NpuOptimizer entry (added once, as the adapter does), so `tf.Session(config=...)` is an
+    NPUSession that honours the entry's options (all defaults when the entry was added here).
+
+    The adapter also turns grappler's remapping and memory optimisation off, because its graph
+    engine fuses on its own; here TensorFlow's fusions are what fusion_switch_file controls, so
+    they are left as the proto has them.
+    """
     from tensorflow.core.protobuf import config_pb2
+
+    from ..config import param_map
 
     if not isinstance(config_proto, config_pb2.ConfigProto):
         config_proto = config_pb2.ConfigProto()
+    if param_map.find_npu_optimizer(config_proto) is None:
+        param_map.add_npu_optimizer(config_proto, {})
     config_proto.allow_soft_placement = True
     config_proto.log_device_placement = False
     return config_proto
 
 
 def npu_session_config_init(session_config=None):
-    """npu_config_proto plus an NpuOptimizer entry (added once), which NPURunConfig reads as options."""
-    from ..config import param_map
-
-    session_config = npu_config_proto(session_config)
-    if param_map.find_npu_optimizer(session_config) is None:
-        param_map.add_npu_optimizer(session_config, {})
-    return session_config
+    """The adapter's name for npu_config_proto on a session config."""
+    return npu_config_proto(session_config)
 
 
 def npu_run_config_init(run_config=None):

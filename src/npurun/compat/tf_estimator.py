@@ -71,6 +71,7 @@ def _make_estimator():
         """
 
         def __init__(self, model_fn, model_dir=None, config=None, params=None, warm_start_from=None):
+            _check_not_overridden(Estimator, type(self))
             super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params,
                              warm_start_from=warm_start_from)
 
@@ -84,45 +85,54 @@ def _make_estimator():
                                               as_text=as_text, checkpoint_path=checkpoint_path)
             return os.fsencode(path)
 
-        export_savedmodel = export_saved_model
+        def experimental_export_all_saved_models(self, export_dir_base, input_receiver_fn_map, assets_extra=None,
+                                                 as_text=False, checkpoint_path=None):
+            """tf.estimator's multi-mode export, for the mode npurun exports: `input_receiver_fn_map` must map
+            only ModeKeys.PREDICT ('infer') to a serving_input_receiver_fn (TRAIN/EVAL: ValueError naming them)."""
+            others = sorted(mode for mode, fn in input_receiver_fn_map.items() if fn is not None and mode != "infer")
+            if others:
+                raise ValueError(f"experimental_export_all_saved_models: modes {others} are not supported by npurun; "
+                                 f"only ModeKeys.PREDICT ('infer') graphs are exported")
+            if input_receiver_fn_map.get("infer") is None:
+                raise ValueError("experimental_export_all_saved_models: input_receiver_fn_map has no "
+                                 "serving_input_receiver_fn for ModeKeys.PREDICT ('infer')")
+            return self.export_saved_model(export_dir_base, input_receiver_fn_map["infer"], assets_extra=assets_extra,
+                                           as_text=as_text, checkpoint_path=checkpoint_path)
+
+        def export_savedmodel(self, export_dir_base, serving_input_receiver_fn, assets_extra=None, as_text=False,
+                              checkpoint_path=None, strip_default_attrs=False):
+            """tf.estimator's deprecated name, whose exports keep default-valued attributes unless asked."""
+            return os.fsencode(self._export(export_dir_base, serving_input_receiver_fn, assets_extra, as_text,
+                                            checkpoint_path, strip_default_attrs=strip_default_attrs))
 
     Estimator.__module__ = "tensorflow.estimator"
     Estimator.__qualname__ = "Estimator"
     return Estimator
 
 
-# ---- inputs.numpy_input_fn --------------------------------------------------------------------------
-def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_capacity=1000, num_threads=1):
-    """tf.estimator.inputs.numpy_input_fn as a tf.data pipeline.
-
-    `x` is an array or a dict of arrays (features), `y` an array or dict or None. `shuffle` must be
-    given (True or False), as in TF 1.x. `num_epochs=None` repeats forever; otherwise the last batch
-    may be smaller. `queue_capacity` is the shuffle buffer; `num_threads` is accepted.
-    """
-    import numpy as np
-    import tensorflow as tf
-
-    if not isinstance(shuffle, bool):
-        raise ValueError(f"numpy_input_fn: shuffle must be given as a bool; got {shuffle!r}")
-    arrays = dict(x) if isinstance(x, dict) else np.asarray(x)
-    lengths = {len(v) for v in (arrays.values() if isinstance(arrays, dict) else [arrays])}
-    if y is not None:
-        lengths |= {len(v) for v in (y.values() if isinstance(y, dict) else [y])}
-    if len(lengths) != 1:
-        raise ValueError(f"numpy_input_fn: x and y must have the same length; got lengths {sorted(lengths)}")
-
-    def input_fn():
-        elements = arrays if y is None else (arrays, y)
-        dataset = tf.data.Dataset.from_tensor_slices(elements)
-        if shuffle:
-            dataset = dataset.shuffle(max(int(queue_capacity), 1))
-        dataset = dataset.repeat(num_epochs).batch(batch_size)
-        return dataset.prefetch(1)
-
-    return input_fn
+# tf.estimator.Estimator's public members a subclass may not override (it may override model_fn and
+# latest_checkpoint; npurun's own additions are not guarded).
+_GUARDED = {"config", "eval_dir", "evaluate", "experimental_export_all_saved_models", "export_saved_model",
+            "export_savedmodel", "get_variable_names", "get_variable_value", "model_dir", "params", "predict",
+            "train"}
 
 
-inputs = types.SimpleNamespace(numpy_input_fn=numpy_input_fn)
+def _check_not_overridden(base, cls) -> None:
+    """tf.estimator's rule: a subclass of Estimator may add methods but not override its public ones
+    (the Estimator calls them itself, so an override would change train/evaluate behind its back)."""
+    if cls is base or cls.__name__ == "TPUEstimator":  # TPUEstimator is special-cased by tf.estimator too
+        return
+    overridden = sorted({name for klass in cls.__mro__[:cls.__mro__.index(base)] for name in vars(klass)
+                         if name in _GUARDED and getattr(cls, name) is not getattr(base, name)})
+    if overridden:
+        raise ValueError(f"Subclasses of Estimator cannot override members of Estimator. {cls} does override "
+                         f"{overridden}")
+
+
+# ---- inputs.numpy_input_fn: numpy_inputs.py ---------------------------------------------------------
+from .numpy_inputs import numpy_input_fn, pandas_input_fn  # noqa: E402
+
+inputs = types.SimpleNamespace(numpy_input_fn=numpy_input_fn, pandas_input_fn=pandas_input_fn)
 
 
 def __getattr__(name):

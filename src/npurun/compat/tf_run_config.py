@@ -126,6 +126,51 @@ def _check_tf_cluster(tf_config):
                          "`evaluator` is not supported.")
 
 
+def _check_kept(kept):
+    """tf.estimator's checks of the arguments npurun keeps without using them, in its words."""
+    delay = kept.get("experimental_max_worker_delay_secs")
+    if delay is not None and not _is_int(delay):
+        raise ValueError(f"RunConfig: experimental_max_worker_delay_secs must be an integer if set (got {delay!r})")
+    timeout = kept.get("session_creation_timeout_secs", 7200)
+    if not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise ValueError(f"RunConfig: session_creation_timeout_secs should be > 0 (got {timeout!r})")
+
+
+def _check_strategies(options):
+    """A TF 2 ParameterServerStrategy cannot drive an Estimator (tf.estimator's rule): TF 1's can."""
+    for name in ("train_distribute", "eval_distribute"):
+        strategy = options.get(name)
+        if strategy is not None and type(strategy).__module__.endswith("parameter_server_strategy_v2"):
+            raise ValueError(f"RunConfig: Please use `tf.compat.v1.distribute.experimental.ParameterServerStrategy` "
+                             f"for parameter server strategy with estimator (got {name}={type(strategy).__name__})")
+
+
+def _local_master_if_single_node(cluster: dict, master: str) -> str:
+    """tf.estimator runs a cluster of one task in process (master ''), not through its gRPC server."""
+    tasks = [address for addresses in cluster.values() for address in addresses]
+    return "" if len(cluster) == 1 and len(tasks) == 1 else master
+
+
+_DEVICE_FILTERS = {"master": ["/job:ps", "/job:master"], "chief": ["/job:ps", "/job:chief"],
+                   "ps": ["/job:ps", "/job:worker", "/job:chief", "/job:master"]}
+
+
+def _default_distributed_session_config(task_type, task_id):
+    """tf.estimator's session_config for a task of a between-graph cluster: each task talks to the ps
+    tasks only (device filters), one meta-optimizer pass; None for an evaluator."""
+    filters = _DEVICE_FILTERS.get(task_type)
+    if task_type == "worker":
+        filters = ["/job:ps", f"/job:worker/task:{task_id}"]
+    if filters is None:
+        return None
+    import tensorflow as tf
+    from tensorflow.core.protobuf import rewriter_config_pb2
+
+    rewrite = rewriter_config_pb2.RewriterConfig(meta_optimizer_iterations=rewriter_config_pb2.RewriterConfig.ONE)
+    return tf.compat.v1.ConfigProto(allow_soft_placement=True, device_filters=filters,
+                                    graph_options=tf.compat.v1.GraphOptions(rewrite_options=rewrite))
+
+
 def _check_device_fn(device_fn):
     if device_fn is None:
         return
@@ -168,6 +213,8 @@ class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
             else:
                 raise TypeError(f"RunConfig() got an unexpected keyword argument {name!r}")
         _check_device_fn(kept.get("device_fn"))
+        _check_kept(kept)
+        _check_strategies(options)
         _tf_checks(options)
         _check_tf_cluster(tf_config)
         if "model_dir" in tf_config:
@@ -212,6 +259,10 @@ class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
         self._given_none = given_none
         self._session_master = tf_config.get("session_master")
         self._service = service
+        # Read now, as tf.estimator does: TF_CONFIG may change after the config is made.
+        cluster = tf_config.get("cluster") or {}
+        evaluator_or_local = not cluster or (tf_config.get("task") or {}).get("type") == "evaluator"
+        self._evaluation_master = tf_config.get("eval_session_master", "") if evaluator_or_local else ""
 
     def __setattr__(self, name, value):
         # tf.estimator's RunConfig settings are read-only, but code may hang attributes of its own on it
@@ -290,11 +341,20 @@ class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
     def master(self) -> str:
         if self._session_master is not None:
             return self._session_master
-        return "" if self._is_evaluator() else super().master
+        return "" if self._is_evaluator() else _local_master_if_single_node(super().cluster_spec, super().master)
 
     @property
     def evaluation_master(self) -> str:
-        return _tf_config().get("eval_session_master", "")
+        return self._evaluation_master
+
+    @property
+    def session_config(self):
+        """The session_config given, or for a task of a cluster tf.estimator's default (device filters
+        so that each task talks to the ps tasks only); None otherwise."""
+        given = self.options["session_config"]
+        if given is not None or not super().cluster_spec:
+            return given
+        return _default_distributed_session_config(self.task_type, self.task_id)
 
     @property
     def service(self):

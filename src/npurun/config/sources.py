@@ -1,7 +1,8 @@
 """Options from outside Python: config files (JSON or YAML) and `name=value` assignments.
 
-Used by the command line; values are converted only as far as YAML scalars go (ints, floats,
-booleans, null, strings), then validated by NPURunConfig like keyword arguments.
+Used by the command line; values are YAML scalars (ints, floats, booleans, null, strings), each
+given to its option as the value the text means for that option (`_meant`: text options get their
+text, `None` is None, `1e3` a number), then validated by NPURunConfig like keyword arguments.
 """
 from __future__ import annotations
 
@@ -49,11 +50,13 @@ def parse_assignments(assignments: Iterable[str]) -> dict:
     """`["iterations_per_loop=10", "precision_mode=force_fp16"]` -> {name: value}.
 
     Values are YAML scalars: `10` is an int, `true`/`True` a bool, `null` None, anything else a
-    string. Dotted names set fields of the sub-configs: `dump_config.enable_dump=true`.
+    string; an option whose value is text gets the text as typed (`dump_config.dump_step=0` is
+    "0", see `build_nested`). Dotted names set fields of the sub-configs: `dump_config.enable_dump=true`.
     """
     import yaml
 
     options: dict = {}
+    typed: dict = {}  # name (or "outer.inner") -> the text as typed, for options whose value is text
     for item in assignments:
         name, sep, raw = item.partition("=")
         name = name.strip()
@@ -65,6 +68,7 @@ def parse_assignments(assignments: Iterable[str]) -> dict:
             value = raw
         if isinstance(value, (dict, list)):
             value = raw  # flow-style text such as "[1,2]" stays text
+        typed[name] = raw.strip()
         outer, dot, inner = name.partition(".")
         if dot:
             options.setdefault(outer, {})
@@ -73,7 +77,7 @@ def parse_assignments(assignments: Iterable[str]) -> dict:
             options[outer][inner] = value
         else:
             options[name] = value
-    return build_nested(options, source="--set")
+    return build_nested(options, source="--set", typed=typed)
 
 
 def merge(*layers: Mapping[str, Any]) -> dict:
@@ -88,11 +92,16 @@ def merge(*layers: Mapping[str, Any]) -> dict:
     return merged
 
 
-def build_nested(options: Mapping[str, Any], source: str) -> dict:
-    """Check names that cannot come from text; leave sub-config mappings as mappings; give text
-    options their text back where YAML read a boolean (`jit_compile=true` means 'true')."""
+def build_nested(options: Mapping[str, Any], source: str, typed: Mapping[str, str] | None = None) -> dict:
+    """Check names that cannot come from text; leave sub-config mappings as mappings; give each option
+    the value the text means for it (see `_meant`): its text back where YAML read a number or a
+    boolean for an option whose value is text, None for `None`, a number for `1e3`.
+
+    `typed` maps option names (`outer.inner` for sub-config fields) to the text as the user typed it.
+    """
     from .options import OPTIONS
 
+    typed = typed or {}
     for name in _NOT_IN_FILES:
         if name in options:
             raise ValueError(f"{source}: option '{name}' takes a Python object and cannot be set from text")
@@ -101,10 +110,74 @@ def build_nested(options: Mapping[str, Any], source: str) -> dict:
         if name in _NESTED and value is not None and not isinstance(value, dict):
             raise ValueError(f"{source}: option '{name}' takes a mapping of "
                              f"{_NESTED[name].__name__} arguments")
-        option = OPTIONS.get(name)
-        if isinstance(value, bool) and option is not None and getattr(option.codec, "field", None) == "s":
-            result[name] = "true" if value else "false"
+        if name in _NESTED and isinstance(value, dict):
+            table = _NESTED[name].OPTIONS
+            result[name] = {field: (_meant(table[field], v, typed.get(f"{name}.{field}"), _NESTED[name].OWNER)
+                                    if field in table else v) for field, v in value.items()}
+        elif name in OPTIONS:
+            result[name] = _meant(OPTIONS[name], value, typed.get(name), "NPURunConfig")
     return result
+
+
+def _meant(option, value: Any, typed: str | None, owner: str) -> Any:
+    """What a value read from text means for `option` (see `_as_text` and `_as_python`)."""
+    if isinstance(value, str):
+        return _as_python(option, value, owner)
+    return _as_text(option, value, typed, owner)
+
+
+def _as_python(option, text: str, owner: str) -> Any:
+    """Text YAML leaves as text that means a Python value: `None`, as the option rules write it
+    (`keep_checkpoint_max=None`), for an option that may be None; and a number YAML 1.1 does not
+    read as one (`1e3`, `inf`) for an option that refuses text but takes that number."""
+    from .errors import OptionTypeError
+
+    if text == "None" and option.nullable:
+        return None
+    try:
+        option.check(text, owner)
+        return text
+    except OptionTypeError:
+        pass  # text where a number is wanted: try the number below
+    except (ValueError, TypeError):
+        return text
+    for number in (int, float):
+        try:
+            value = number(text)
+            option.check(value, owner)
+        except (ValueError, TypeError):
+            continue
+        return value
+    return text
+
+
+def _as_text(option, value: Any, typed: str | None, owner: str) -> Any:
+    """The value to give `option`: YAML reads `0`, `1.5` and `true` as a number or a boolean, but an
+    option whose value is text (its parameter-map field is a string, as `dump_step`'s "0|5|10-20",
+    `jit_compile`'s "true"; or one that refuses the number's type, as `model_dir`) means the text.
+    That text is used when the option accepts it: as typed on the command line, else its plain form
+    ("true"/"false" for booleans, so `jit_compile=True` and a file's `jit_compile: true` are "true").
+    Otherwise the value stays as read, and its error names it as read."""
+    from .errors import OptionTypeError
+
+    if isinstance(value, str) or value is None or not isinstance(value, (bool, int, float)):
+        return value
+    if getattr(option.codec, "field", None) != "s":
+        try:
+            option.check(value, owner)
+            return value
+        except OptionTypeError:
+            pass  # a number where text is wanted: try the text below
+        except (ValueError, TypeError):
+            return value  # the right type and a wrong value: its error is about the value as read
+    plain = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    for text in dict.fromkeys(t for t in (typed, plain) if t):
+        try:
+            option.check(text, owner)
+        except (ValueError, TypeError):
+            continue
+        return text
+    return value
 
 
 def construct(options: Mapping[str, Any]):

@@ -133,22 +133,48 @@ def cmd_compare(args, out=None) -> int:
 
 def add_dump_commands(subparsers) -> argparse.ArgumentParser:
     """Add `dump ls|show|compare` to an argparse subparsers object; return the `dump` parser."""
+    from ..cli_help import ExamplesHelpFormatter
+
     dump = subparsers.add_parser("dump", help="inspect and compare tensor dumps",
+                                 formatter_class=ExamplesHelpFormatter,
                                  description="Inspect and compare dumps written by DumpConfig or "
-                                             "enable_exception_dump.")
+                                             "enable_exception_dump. PATH is a dump directory (it holds "
+                                             "index.jsonl) or a dump_path holding several: ls lists them all, "
+                                             "show and compare read the newest. Tables go to stdout; only "
+                                             "compare --plot writes a file.",
+                                 epilog="examples:\n"
+                                        "  npurun dump ls /tmp/dump\n"
+                                        "  npurun dump show /tmp/dump --op dense/MatMul --step 3\n"
+                                        "  npurun dump compare /tmp/golden /tmp/dump --plot error.png")
     commands = dump.add_subparsers(dest="dump_command", metavar="{ls,show,compare}")
     commands.required = True
-    ls = commands.add_parser("ls", help="list the tensors of a dump")
-    ls.add_argument("path", help="a dump directory, or a dump_path holding several")
+    path_help = "a dump directory, or a dump_path holding several"
+    ls = commands.add_parser("ls", help="list the tensors of a dump", formatter_class=ExamplesHelpFormatter,
+                             description="One row per dumped tensor: kind, step, op, type, slot, shape, dtype "
+                                         "and the .npy file.",
+                             epilog="examples:\n  npurun dump ls /tmp/dump")
+    ls.add_argument("path", help=path_help + " (all of them are listed)")
     ls.set_defaults(handler=cmd_ls)
-    show = commands.add_parser("show", help="statistics of a dump's tensors")
-    show.add_argument("path")
+    show = commands.add_parser("show", help="statistics of a dump's tensors", formatter_class=ExamplesHelpFormatter,
+                               description="One row per dumped tensor with its min, max, mean, std and NaN and "
+                                           "inf counts.",
+                               epilog="examples:\n  npurun dump show /tmp/dump --op dense/MatMul --step 3")
+    show.add_argument("path", help=path_help + " (the newest is read)")
     show.add_argument("--op", help="only this op (exact name)")
     show.add_argument("--step", type=int, help="only this step")
     show.set_defaults(handler=cmd_show)
-    compare = commands.add_parser("compare", help="compare two dumps op by op (exit 1 on a mismatch)")
-    compare.add_argument("a")
-    compare.add_argument("b")
+    compare = commands.add_parser("compare", help="compare two dumps op by op (exit 1 on a mismatch)",
+                                  formatter_class=ExamplesHelpFormatter,
+                                  description="Op by op, the max absolute and relative error of every tensor "
+                                              "both dumps hold, then the first one beyond tolerance. Exit "
+                                              "status 0 when every common tensor matches, 1 when one does not "
+                                              "(or a shape differs), 2 when there is nothing to compare.",
+                                  epilog="examples:\n"
+                                         "  npurun dump compare /tmp/golden /tmp/dump      # a float32 run vs a "
+                                         "mixed-precision one\n"
+                                         "  npurun dump compare /tmp/golden /tmp/dump --rtol 1e-2 --plot error.png")
+    compare.add_argument("a", help="the reference dump (a golden run)")
+    compare.add_argument("b", help="the dump to compare with it")
     compare.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance (default 1e-5)")
     compare.add_argument("--atol", type=float, default=1e-8, help="absolute tolerance (default 1e-8)")
     compare.add_argument("--plot", metavar="FILE.png",

@@ -11,7 +11,8 @@ For every plan (every mode):
   tasks.
 
 For training plans of a distributed run, `plan.hooks` gets `StartupHook` (bounded start-up) and,
-with more than one rank and horovod_mode=False, `NPUBroadcastGlobalVariablesHook(root_rank=0)`; a
+with more than one rank and horovod_mode=False, `NPUBroadcastGlobalVariablesHook(root_rank=0)`, and
+with more than one rank `plan.stop_flag` (the ranks agree to stop after the same run, `stop_flag`); a
 graph transform checks that every NPUOptimizer's is_tailing_optimization equals the config's.
 Parameter-server mode (`distribute=`) and input feeding (`local_rank_id`) add their own parts
 (`ps.py`, `feed.py`).
@@ -54,8 +55,17 @@ def _collective_run(options, mode, plan, layout) -> None:
     from .hooks import NPUBroadcastGlobalVariablesHook, StartupHook
 
     plan.hooks.append(StartupHook())
+    if layout.rank_size > 1:
+        # Every rank stops after the same run when any of them is signalled (stop_flag.py).
+        plan.stop_flag = _collective_stop_flag
     if layout.rank_size > 1 and not options.get("horovod_mode"):
         plan.hooks.append(NPUBroadcastGlobalVariablesHook(root_rank=0))
+
+
+def _collective_stop_flag():
+    from . import stop_flag
+
+    return stop_flag.for_collectives()
 
 
 def _tailing_check(config_value: bool):

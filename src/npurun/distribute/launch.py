@@ -16,7 +16,16 @@ Rules:
   then SIGKILL after `--grace` seconds) and the launcher exits with that status (128 + signal
   number for a task killed by a signal). A rank that exits 0 is done; when every rank is done the
   ps tasks (which serve forever) are stopped and the launcher exits 0.
-- SIGINT / SIGTERM to the launcher stop every task; the exit status is 128 + the signal.
+- SIGINT / SIGTERM to the launcher stop every task; the exit status is 128 + the signal. The
+  ranks get the signal once, from the launcher (NPUEstimator then stops every rank after the same
+  run and the chief saves: give it `--grace` seconds for the run in flight and the checkpoint).
+- A rank that exits with status 143 / 130 was preempted in order (NPUEstimator's SIGTERM / SIGINT
+  handling: the ranks agree to stop, the chief saves): it is not a failure, and the launcher waits
+  (at most PREEMPTED_WAIT s) for the other ranks to stop the same way, then stops the ps tasks and
+  exits with that status, saying so in one line. A rank *killed* by a signal is a failure.
+- Every task gets NPURUN_LAUNCHED=1: a scheduler that signals every process of the job reaches a
+  rank twice, directly and through the launcher; a rank counts the two as one preemption (see
+  estimator/preemption.py).
 - Several hosts: `--hosts h1:2,h2:2` gives the hosts and how many ranks each runs (ranks are
   numbered host by host); ports are `--base-port` + local index on every host (parameter servers
   after the ranks on the first host, then the feeding service's port). This invocation runs the
@@ -42,6 +51,8 @@ from typing import Optional, Sequence
 from .. import logs
 
 DEFAULT_BASE_PORT = 29600
+PREEMPTED_STATUSES = (128 + signal.SIGTERM, 128 + signal.SIGINT)  # an orderly stop (see the module rules)
+PREEMPTED_WAIT = 300.0  # seconds the other ranks get to stop after one was preempted
 
 
 @dataclass
@@ -212,6 +223,7 @@ class Launch:
                 env.pop(name, None)
             env.update(self.extra_env)
             env.update(task.env)
+            env["NPURUN_LAUNCHED"] = "1"
             env.setdefault("PYTHONUNBUFFERED", "1")  # lines reach the prefixer as they are printed
             env.setdefault("TF_CPP_MIN_LOG_LEVEL", str(min_level))
             proc = subprocess.Popen(self.command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -262,12 +274,16 @@ class Launch:
 
     def _supervise(self) -> int:
         ranks = [label for label, (task, _) in self.procs.items() if task.job == "worker"]
+        preempted = None  # (status, when) of the first rank that stopped in order after a signal
         while True:
             if self._signal is not None:
                 self.stop_all(f"received signal {self._signal}")
                 return 128 + self._signal
             for label, (task, proc) in self.procs.items():
                 code = proc.poll()
+                if code in PREEMPTED_STATUSES:  # a ps task stops in order too (after the chief, see ps.py)
+                    preempted = preempted or (code, time.monotonic())
+                    continue
                 if code is not None and code != 0:
                     self._note(f"{label} failed: exited with status {_status(code)}"
                                f"{_signal_name(code)} (its output above is prefixed [{label}])")
@@ -276,6 +292,17 @@ class Launch:
                 if code == 0 and task.job == "ps":
                     self.stop_all(f"{label} exited before the ranks finished")
                     return 1
+            if preempted is not None and all(self.procs[label][1].poll() is not None for label in ranks):
+                status = preempted[0]
+                self._note(f"the ranks were preempted ({signal.Signals(status - 128).name}) and stopped in order; "
+                           f"exiting with status {status}")
+                if len(ranks) < len(self.procs):
+                    self.stop_all("the ranks stopped")
+                return status
+            if preempted is not None and time.monotonic() - preempted[1] > PREEMPTED_WAIT:
+                running = [label for label in ranks if self.procs[label][1].poll() is None]
+                self.stop_all(f"{', '.join(running)} still running {PREEMPTED_WAIT:g} s after a rank was preempted")
+                return preempted[0]
             if all(self.procs[label][1].poll() == 0 for label in ranks):
                 if len(ranks) < len(self.procs):  # parameter servers serve until stopped
                     self.stop_all("every rank finished")

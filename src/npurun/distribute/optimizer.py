@@ -30,7 +30,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from . import ranks, settings
+from . import ranks, settings, stop_flag
 from .collectives import allgather, allreduce
 
 _v1 = tf.compat.v1
@@ -97,13 +97,23 @@ def _per_gradient(grads_and_vars, dense, size, is_finite):
     reduced, finite = {}, None
     floats = [i for i in dense if grads_and_vars[i][0].dtype.is_floating]
     carrier = floats[-1] if (is_finite is not None and floats) else None
+    stop = stop_flag.rider(grads_and_vars[floats[-1]][0].dtype) if floats else None
     for i in dense:
         grad = grads_and_vars[i][0]
-        if i == carrier:
-            flat = tf.concat([tf.reshape(grad, [-1]), _overflow_count(is_finite, grad.dtype)], axis=0)
-            summed = allreduce(flat, "sum", fusion=0)
-            reduced[i] = tf.reshape(summed[:-1], tf.shape(grad)) / tf.cast(size, grad.dtype)
-            finite = tf.equal(summed[-1], 0, name="all_ranks_finite")
+        if i == carrier or (stop is not None and i == floats[-1]):
+            pieces = [tf.reshape(grad, [-1])]
+            if i == carrier:
+                pieces.append(_overflow_count(is_finite, grad.dtype))
+            if stop is not None:
+                pieces.append(stop)
+            summed = allreduce(tf.concat(pieces, axis=0), "sum", fusion=0)
+            if stop is not None:
+                stop_flag.record_ride(summed[-2:])
+                summed = summed[:-2]
+            if i == carrier:
+                finite = tf.equal(summed[-1], 0, name="all_ranks_finite")
+                summed = summed[:-1]
+            reduced[i] = tf.reshape(summed, tf.shape(grad)) / tf.cast(size, grad.dtype)
         else:
             reduced[i] = allreduce(grad, "sum", fusion=0) / tf.cast(size, grad.dtype)
     return reduced, finite
@@ -116,15 +126,22 @@ def _grouped(grads_and_vars, dense, size, is_finite):
     for i in dense:
         by_dtype.setdefault(grads_and_vars[i][0].dtype, []).append(i)
     carrier = None
+    floating = [d for d in by_dtype if d.is_floating]
     if is_finite is not None:
-        floating = [d for d in by_dtype if d.is_floating]
         carrier = floating[0] if floating else None
+    stop = stop_flag.rider(floating[0]) if floating else None  # the stop flag rides along (stop_flag.py)
     for dtype, members in by_dtype.items():
         grads = [grads_and_vars[i][0] for i in members]
         pieces = [tf.reshape(g, [-1]) for g in grads]
         if dtype == carrier:
             pieces.append(_overflow_count(is_finite, dtype))
+        riding = stop is not None and dtype == floating[0]
+        if riding:
+            pieces.append(stop)
         summed = allreduce(tf.concat(pieces, axis=0), "sum", fusion=2, fusion_id=0)
+        if riding:
+            stop_flag.record_ride(summed[-2:])
+            summed = summed[:-2]
         if dtype == carrier:
             finite = tf.equal(summed[-1], 0, name="all_ranks_finite")
             summed = summed[:-1]

@@ -59,11 +59,33 @@ def device_setter(layout: Optional[cluster.Layout] = None):
 
 
 def run_ps_task(layout: Optional[cluster.Layout] = None) -> None:
-    """Serve this ps task's variables until the process is stopped (never returns)."""
+    """Serve this ps task's variables until the process is stopped (never returns).
+
+    Inside train() (SIGTERM / SIGINT watched, see estimator/preemption.py) the first signal ends
+    the serving once the chief has exited (it may still be saving the shared variables, which live
+    here), at most the start-up timeout (HCCL_CONNECT_TIMEOUT) later: one line, then
+    SystemExit(143 / 130), as a worker's preemption does.
+    """
     layout = layout or cluster.read_layout()
     server = cluster.ensure_server(None, layout)
     logger.info("npurun: %s serves the parameters at %s until stopped", layout.local_task, layout.address)
-    server.join()
+    from ..estimator import preemption
+
+    watch = preemption.current()
+    if not watch.installed:  # no handlers here (not the main thread): serve until the process is stopped
+        server.join()
+        return
+    # server.join() blocks in C++, where Python's signal handlers never run: wait in Python instead.
+    while not watch.requested:
+        time.sleep(0.1)
+    chief = layout.cluster[layout.rank_tasks[0][0]][layout.rank_tasks[0][1]] if layout.rank_tasks else None
+    deadline = time.monotonic() + settings.startup_timeout()
+    while chief is not None and cluster._reachable(chief, timeout=0.2) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    logger.warning("%s: %s stopped serving the parameters%s; exiting with status %d", watch.name(),
+                   layout.local_task, " (the chief has exited)" if chief and time.monotonic() < deadline else "",
+                   watch.exit_status)
+    raise SystemExit(watch.exit_status)
 
 
 def place_graph(graph, layout: Optional[cluster.Layout] = None) -> None:
@@ -186,3 +208,10 @@ def contribute(options, mode, plan, layout: cluster.Layout) -> None:
     from .hooks import StartupHook
 
     plan.hooks.append(StartupHook())
+    chief = is_chief(layout)
+
+    def build_stop_flag():
+        from . import stop_flag
+
+        return stop_flag.for_parameter_servers(chief)
+    plan.stop_flag = build_stop_flag

@@ -1,7 +1,6 @@
 """`tf.estimator.add_metrics(estimator, metric_fn)`: the same model with more evaluation metrics."""
 from __future__ import annotations
 
-from . import building
 from .inputs import call_with_accepted, fn_args
 from .spec import ModeKeys, NPUEstimatorSpec
 
@@ -20,10 +19,10 @@ def add_metrics(estimator, metric_fn):
     if unexpected:
         raise ValueError(f"metric_fn ({metric_fn}) has following not expected args: {unexpected}; allowed: "
                          f"{list(METRIC_FN_ARGS)}")
-    model_fn = estimator.model_fn
+    model_fn = estimator.model_fn  # bound to the estimator's params
 
-    def new_model_fn(features, labels, mode, params, config):
-        spec = building.call_model_fn(model_fn, features, labels, mode, params, config)
+    def new_model_fn(features, labels, mode, config):
+        spec = model_fn(features, labels, mode, config)
         if mode != ModeKeys.EVAL:
             return spec
         available = {"labels": labels, "predictions": spec.predictions, "features": features, "config": config}
@@ -36,4 +35,4 @@ def add_metrics(estimator, metric_fn):
         return type(spec)(**fields)
 
     return type(estimator)(model_fn=new_model_fn, model_dir=estimator.model_dir, config=estimator.config,
-                           params=estimator.params or None, warm_start_from=estimator._warm_start_from)
+                           warm_start_from=estimator._warm_start_from)

@@ -65,14 +65,28 @@ def write_eval_summary(directory: str, summary, step: int) -> None:
     cached[0].flush()
 
 
-def check_model_fn(model_fn: Callable) -> None:
-    """model_fn may take any subset of (features, labels, mode, params, config), nothing else."""
+class ModelFnError(ValueError, TypeError):
+    """model_fn is missing or returned something else than an EstimatorSpec.
+
+    tf.estimator raises ValueError here; it is also a TypeError, which npurun raised before."""
+
+
+def check_model_fn(model_fn: Callable, params=None) -> None:
+    """model_fn may take any subset of (features, labels, mode, params, config), nothing else; when
+    `params` are given it must take `params` (tf.estimator's rule: they would be lost otherwise)."""
+    if model_fn is None:
+        raise ModelFnError("model_fn must be provided to Estimator.")
     if not callable(model_fn):
-        raise TypeError(f"model_fn must be callable; got {type(model_fn).__name__}")
-    unknown = [name for name in fn_args(model_fn) if name not in MODEL_FN_ARGS]
+        raise ModelFnError(f"model_fn must be callable; got {type(model_fn).__name__}")
+    args = fn_args(model_fn)
+    unknown = [name for name in args if name not in MODEL_FN_ARGS]
     if unknown:
         raise ValueError(f"model_fn ({getattr(model_fn, '__name__', model_fn)}) has following not expected args: "
                          f"{unknown}; allowed: {list(MODEL_FN_ARGS)} (any subset)")
+    if params is not None and "params" not in args:
+        raise ValueError(f"model_fn ({getattr(model_fn, '__name__', model_fn)}) does not include params argument, "
+                         f"but params ({params!r}) is passed to Estimator. Add `params` to model_fn's arguments "
+                         f"or do not pass params")
 
 
 def device_scope(device: str):
@@ -140,7 +154,10 @@ def call_model_fn(model_fn, features, labels, mode, params, config) -> Estimator
     available = {"features": features, "labels": labels, "mode": mode, "params": params, "config": config}
     spec = call_with_accepted(model_fn, available, "model_fn")
     if not isinstance(spec, EstimatorSpec):
-        raise TypeError(f"model_fn must return an EstimatorSpec (or NPUEstimatorSpec); got {type(spec).__name__}")
+        raise ModelFnError(f"model_fn should return an EstimatorSpec (or NPUEstimatorSpec); got "
+                           f"{type(spec).__name__}")
+    if spec.mode is None:  # tf.estimator accepts a spec without a mode: it is the mode model_fn was called in
+        spec = type(spec)(**{**spec._fields_to_copy(), "mode": mode})
     if spec.mode != mode:
         raise ValueError(f"model_fn returned a spec for mode {spec.mode!r} when called in mode {mode!r}")
     return spec

@@ -48,13 +48,50 @@ def mtime(path: str) -> float:
         return -1.0
 
 
+_warned_states = set()  # (path, size, mtime) of damaged state files already warned about
+
+
 def read_state(model_dir: str):
-    """The state file's CheckpointState, or None (missing, or unreadable: it is only a hint here)."""
+    """The state file's CheckpointState (paths joined to model_dir, as TensorFlow's reader does), or
+    None (missing, or damaged: it is only a hint here, the directory is listed too). Parsed here
+    rather than by tf.compat.v1.train.get_checkpoint_state, which logs two lines of its own on
+    every read of a damaged file; this warns once per damaged version of the file."""
+    from google.protobuf import text_format
+    from tensorflow.python.checkpoint.checkpoint_management import CheckpointState
+
+    path = os.path.join(model_dir, STATE_FILE)
     try:
-        return tf.compat.v1.train.get_checkpoint_state(model_dir)
-    except (tf.errors.OpError, ValueError, OSError) as err:
-        logger.warning("Ignoring the unreadable checkpoint state file in %s (%s)", model_dir, first_line(err))
+        with open(path, "rb") as handle:
+            text = handle.read()
+        stat = os.stat(path)
+    except FileNotFoundError:
         return None
+    except OSError as err:
+        _warn_state_once(path, None, str(err))
+        return None
+    state = CheckpointState()
+    try:
+        text_format.Merge(text.decode("utf-8"), state)
+        if not state.model_checkpoint_path:
+            raise ValueError("it names no checkpoint")
+    except (text_format.ParseError, UnicodeDecodeError, ValueError) as err:
+        _warn_state_once(path, (stat.st_size, stat.st_mtime_ns), first_line(err))
+        return None
+    def joined(name):
+        return name if os.path.isabs(name) else os.path.join(model_dir, name)
+    state.model_checkpoint_path = joined(state.model_checkpoint_path)
+    paths = [joined(p) for p in state.all_model_checkpoint_paths]
+    del state.all_model_checkpoint_paths[:]
+    state.all_model_checkpoint_paths.extend(paths)
+    return state
+
+
+def _warn_state_once(path, version, reason) -> None:
+    key = (path, version)
+    if version is None or key not in _warned_states:
+        _warned_states.add(key)
+        logger.warning("Ignoring the damaged checkpoint state file %s (%s); checkpoints are found by listing "
+                       "the directory", path, reason)
 
 
 _NOISE = ("Graph execution error", "Detected at node", "Node:", "[[", "Original stack trace", "File ")
@@ -86,7 +123,19 @@ def candidates(model_dir: str) -> List[str]:
     return sorted(prefixes, key=lambda p: (checkpoint_step(p) or -1, mtime(p + ".index")), reverse=True)
 
 
-RELISTS = 5  # directory listings a reader tries when every checkpoint it listed was evicted meanwhile
+RELIST_SECS = 10.0  # how long a reader keeps listing again while every checkpoint it listed was evicted meanwhile
+
+
+def relists():
+    """Attempts (0, 1, ...) of a reader that lists checkpoints again when all it listed vanished
+    before it could pin one. Each vanishing means the training job wrote a newer checkpoint, so
+    the attempts are bounded by time (RELIST_SECS), not by a count: a job saving every few
+    milliseconds with keep_checkpoint_max=1 outran a handful of listings."""
+    deadline = time.monotonic() + RELIST_SECS
+    attempt = 0
+    while attempt == 0 or time.monotonic() < deadline:
+        yield attempt
+        attempt += 1
 SAVE_IN_PROGRESS_SECS = 30.0  # a data file without its index this recent may be a save still running
 
 

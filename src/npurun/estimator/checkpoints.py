@@ -42,11 +42,12 @@ import shutil
 import time
 from typing import Callable, List, Optional, Sequence, Tuple
 
+import numpy as np
 import tensorflow as tf
 
-from .checkpoint_files import (PREFIX, RELISTS, STATE_FILE, candidates, checkpoint_step, data_files,  # noqa: F401
+from .checkpoint_files import (PREFIX, STATE_FILE, candidates, checkpoint_step, data_files,  # noqa: F401
                                first_line, has_files, is_readable, mtime, pinned, read_state, remove_quietly,
-                               remove_stale_pins, warn_incomplete, why_unreadable, write_state_file)
+                               relists, remove_stale_pins, warn_incomplete, why_unreadable, write_state_file)
 
 logger = logging.getLogger("npurun")
 
@@ -59,7 +60,14 @@ class CheckpointSaveError(RuntimeError):
 
 
 class DiskFullError(CheckpointSaveError):
-    """No room on the model_dir's file system for the next checkpoint."""
+    """No room on the model_dir's file system for the next checkpoint (or an export)."""
+
+
+def is_disk_full(err: BaseException) -> bool:
+    """Whether a write failed because the file system is full (or a quota is reached)."""
+    # Not every ResourceExhaustedError: an out-of-memory one is that class too.
+    return getattr(err, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(err) \
+        or "Disk quota" in str(err)
 
 
 class NonFiniteVariableError(CheckpointSaveError):
@@ -71,9 +79,10 @@ def latest_checkpoint(model_dir: str) -> Optional[str]:
     if not model_dir or not os.path.isdir(model_dir):
         return None
     chosen, vanished = None, False
-    for _ in range(RELISTS):
-        vanished = False
-        for prefix in candidates(model_dir):
+    for _ in relists():
+        listed = candidates(model_dir)
+        vanished = not listed and bool(candidates(model_dir))  # listed between a save and an eviction
+        for prefix in listed:
             reason = why_unreadable(prefix)
             if reason is None:
                 chosen = prefix
@@ -91,7 +100,7 @@ def latest_checkpoint(model_dir: str) -> Optional[str]:
 def read_newest(model_dir: str, read: Callable[[str], object]):
     """`read(prefix)` of the newest readable checkpoint; when that checkpoint vanishes before it is
     read (a training job evicted it), of the next newest. Raises ValueError when there is none."""
-    for _ in range(10):
+    for _ in relists():
         prefix = latest_checkpoint(model_dir)
         if prefix is None:
             break
@@ -181,9 +190,10 @@ def restore_newest(savers: Sequence, sess, model_dir: str, quarantine: bool = Fa
     tried = []
     finished = finished_step(model_dir)
     chosen = None
-    for _ in range(RELISTS):
-        vanished = False
-        for prefix in candidates(model_dir):
+    for _ in relists():
+        listed = candidates(model_dir)
+        vanished = not listed and bool(candidates(model_dir))  # listed between a save and an eviction
+        for prefix in listed:
             if prefix in tried:
                 continue
             use = savers if resume_input and checkpoint_step(prefix) != finished else savers[-1:]
@@ -227,6 +237,7 @@ class CheckpointWriter:
         self._listeners = list(listeners)
         self._input_state = input_state
         self._finite_check = finite_check
+        self._finite_exempt = None
         self.last_saved_step: Optional[int] = None
         self.last_saved: Optional[str] = None
         os.makedirs(model_dir, exist_ok=True)
@@ -300,7 +311,9 @@ class CheckpointWriter:
             self._kept, self._next_keep_time = previous  # nothing evicted: the old state file still holds
             raise self._save_error(prefix, err) from err
         for path in evicted:
-            for name in glob.glob(glob.escape(path) + ".*"):
+            # The index first: a reader then sees at most a data file without its index, which is
+            # also what a save in progress looks like, not a checkpoint missing its data.
+            for name in sorted(glob.glob(glob.escape(path) + ".*"), key=lambda name: not name.endswith(".index")):
                 remove_quietly(name)
         self.last_saved_step = step
         self.last_saved = prefix
@@ -310,8 +323,13 @@ class CheckpointWriter:
         return stop
 
     def _check_finite(self, sess, step: int) -> None:
-        flags, names = self._finite_check
+        flags, names, trainable = self._finite_check
         values = sess.run(flags)
+        if self._finite_exempt is None:
+            # A non-trainable variable that is NaN/Inf at the first check was made so (e.g. a "best
+            # value so far" initialised to Inf): only becoming non-finite is an error for those.
+            self._finite_exempt = ~values & ~trainable
+        values = values | self._finite_exempt
         if not values.all():
             first = names[int(values.argmin())]
             raise NonFiniteVariableError(
@@ -325,23 +343,26 @@ class CheckpointWriter:
 
     def _save_error(self, prefix: str, err) -> CheckpointSaveError:
         reason = first_line(err)
-        full = isinstance(err, tf.errors.ResourceExhaustedError) or getattr(err, "errno", None) == errno.ENOSPC \
-            or "No space left" in str(err) or "Disk quota" in str(err)
+        full = is_disk_full(err)
         newest = self._newest_text()
+        resumable = f"{newest} is complete and named in the state file, so training can resume from it" \
+            if newest != "no checkpoint" else \
+            "No checkpoint is complete yet, so training would start from its beginning"
         if full:
-            needed = self._bytes_needed()
+            needed = self._bytes_needed(prefix)
             free = shutil.disk_usage(self._dir).free
             return DiskFullError(
                 f"Not enough space to save {os.path.basename(prefix)} in {self._dir}: about {needed} bytes needed, "
-                f"{free} bytes free ({reason}). {newest} is complete and named in the state file, so training can "
-                f"resume from it. Free space there (keep_checkpoint_max=N needs room for N+1 checkpoints) "
-                f"or use another model_dir")
-        return CheckpointSaveError(f"Could not save {prefix}: {reason}. {newest} is complete and named in the state "
-                                   f"file")
+                f"{free} bytes free ({reason}). {resumable}. Free space there "
+                f"(keep_checkpoint_max=N needs room for N+1 checkpoints) or use another model_dir")
+        return CheckpointSaveError(f"Could not save {prefix}: {reason}. {resumable}")
 
-    def _bytes_needed(self) -> int:
-        """The size of the newest checkpoint's files, or else the variables' bytes."""
-        for path, _ in reversed(self._kept):
+    def _bytes_needed(self, prefix: str) -> int:
+        """The size of the newest checkpoint's files (the one that failed, when its data was written and
+        the state file was not), or else the variables' bytes (without the input position's)."""
+        for path in [prefix] + [p for p, _ in reversed(self._kept)]:
+            if not has_files(path):
+                continue
             try:
                 return sum(os.path.getsize(name) for name in [path + ".index"] + data_files(path))
             except OSError:
@@ -371,12 +392,15 @@ class CheckpointWriter:
 
 
 def finite_check(variables) -> Optional[tuple]:
-    """(a bool vector: each floating variable is all-finite, their names) for CheckpointWriter, built
-    in the training graph before it is finalised; None when there is no floating variable."""
+    """(a bool vector: each floating variable is all-finite, their names, whether each is trainable)
+    for CheckpointWriter, built in the training graph before it is finalised; None when there is no
+    floating variable. Pass every global variable: moving statistics (batch norm), EMAs and
+    optimizer slots are not trainable, and a NaN there leaves the training loss finite."""
     floating = [v for v in variables if v.dtype.base_dtype.is_floating]
     if not floating:
         return None
+    trainable = {id(v) for v in tf.compat.v1.trainable_variables()}
     with tf.name_scope("npurun_finite_check"):
         flags = tf.stack([tf.reduce_all(tf.math.is_finite(v.read_value() if hasattr(v, "read_value") else v))
                           for v in floating])
-    return flags, [v.op.name for v in floating]
+    return flags, [v.op.name for v in floating], np.array([id(v) in trainable for v in floating])

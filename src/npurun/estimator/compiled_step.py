@@ -53,7 +53,7 @@ def build(estimator, options, features, labels, compile_fn: Callable = None):
         f, l = repack(structure, leaves, positions, tensors)
         with host_values.lifting(static_shapes=False) as lifted:
             spec = estimator.call_model_fn(f, l, ModeKeys.TRAIN)
-        host_call = host_values.combine(spec.host_call, lifted.host_call())
+        host_call = host_values.combine(spec.host_call, lifted.host_call(after=spec.train_op))
         captured.update(spec=spec, host_call=host_call)
         with tf.control_dependencies([spec.train_op]):
             return [tf.identity(spec.loss)] + [tf.identity(t) for t in (host_call[1] if host_call else [])]

@@ -90,7 +90,7 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
         before = {op.name for op in _v1.get_default_graph().get_operations()}
         with host_values.lifting(static_shapes=True) as lifted:
             spec = estimator.call_model_fn(features, labels, ModeKeys.TRAIN)
-        host_call = host_values.combine(spec.host_call, lifted.host_call())
+        host_call = host_values.combine(spec.host_call, lifted.host_call(after=spec.train_op))
         captured.setdefault("spec", spec)
         captured.setdefault("host_call", host_call)
         updates = []

@@ -28,12 +28,17 @@ def read_eval_metrics(eval_dir):
     """{global step: {metric: value}} from the event files in `eval_dir`, ordered by step."""
     results = collections.defaultdict(dict)
     for path in sorted(glob.glob(os.path.join(os.fsdecode(eval_dir), "*.tfevents.*"))):
-        for event in _v1.train.summary_iterator(path):
-            if not event.HasField("summary"):
-                continue
-            for value in event.summary.value:
-                if value.HasField("simple_value"):
-                    results[event.step][value.tag] = value.simple_value
+        try:
+            for event in _v1.train.summary_iterator(path):
+                if not event.HasField("summary"):
+                    continue
+                for value in event.summary.value:
+                    if value.HasField("simple_value"):
+                        results[event.step][value.tag] = value.simple_value
+        except tf.errors.DataLossError as error:
+            # As tf.estimator: a damaged (e.g. half-written) event file keeps what was read before the damage.
+            logger.warning("Skipping rest of the file due to encountering data corruption error; file path: %s; "
+                           "original error raised by `tf.train.summary_iterator`: %s", path, error)
     return collections.OrderedDict(sorted(results.items()))
 
 
@@ -62,6 +67,11 @@ class _StopOnPredicateHook(_v1.train.SessionRunHook):
 
 def make_early_stopping_hook(estimator, should_stop_fn, run_every_secs=60, run_every_steps=None):
     """A training hook that stops training when `should_stop_fn()` returns True (see the module doc)."""
+    from .estimator import NPUEstimator
+
+    if not isinstance(estimator, NPUEstimator):
+        raise TypeError(f"`estimator` must have type `tf.estimator.Estimator` (an NPUEstimator). Got: "
+                        f"{type(estimator)}")
     if not callable(should_stop_fn):
         raise TypeError(f"`should_stop_fn` must be callable; got {should_stop_fn!r}")
     if run_every_secs is not None and run_every_steps is not None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import warnings
 from typing import Callable, Optional
 
@@ -15,7 +16,7 @@ from ..distribute import errors as distribute_errors
 from ..runtime.plan import build_plan
 from . import building, checkpoints, export as export_lib, model_dir_lock, preemption, tf_conformance, training_graph
 from .hooks import HookRunner
-from .inputs import call_with_accepted, make_input
+from .inputs import call_with_accepted, estimator_call, make_input
 from .model_dir import resolve_model_dir
 from .spec import ModeKeys, check_hooks
 
@@ -53,14 +54,14 @@ class NPUEstimator:
         if not isinstance(config, NPURunConfig):
             raise ValueError(f"NPUEstimator: config must be an instance of `RunConfig` (an npurun.NPURunConfig); "
                              f"got {type(config).__name__}")
-        building.check_model_fn(model_fn)
+        building.check_model_fn(model_fn, params)
         if job_start_file:
             warnings.warn("NPUEstimator: job_start_file has no effect here (the cluster comes from TF_CONFIG / "
                           "RANK_ID)", UserWarning, stacklevel=2)
         self._model_fn = model_fn
         self._config = config
         self._params = dict(params or {})
-        self._model_dir = resolve_model_dir(config.model_dir, model_dir)
+        self._model_dir = resolve_model_dir(config.model_dir, model_dir or None)  # '' is "not given", as in tf
         self._config = tf_conformance.config_with_model_dir(config, self._model_dir)
         self._warm_start_from = warm_start_from
         self.last_plan = None  # the SessionPlan of the most recent session, for inspection
@@ -80,7 +81,12 @@ class NPUEstimator:
 
     @property
     def model_fn(self) -> Callable:
-        return self._model_fn
+        """model_fn bound to this estimator's params: `model_fn(features, labels, mode, config)`
+        returning its EstimatorSpec (tf.estimator's fixed signature)."""
+        def public_model_fn(features, labels, mode, config):
+            return building.call_model_fn(self._model_fn, features, labels, mode, self._params, config)
+
+        return public_model_fn
 
     # ---- helpers shared by the modes ----------------------------------------------------------------
     def call_model_fn(self, features, labels, mode):
@@ -93,7 +99,9 @@ class NPUEstimator:
     def _input_maker(self, input_fn, mode, holder: dict, get_next: bool = True, transform=None):
         def make():
             available = {"mode": mode, "params": self._params, "config": self._config}
-            holder["input"] = make_input(call_with_accepted(input_fn, available, "input_fn"), get_next, transform)
+            with estimator_call():
+                result = call_with_accepted(input_fn, available, "input_fn")
+            holder["input"] = make_input(result, get_next, transform)
             return holder["input"].features, holder["input"].labels
         return make
 
@@ -112,8 +120,9 @@ class NPUEstimator:
         if self._config.graph_run_mode == 0:
             raise ValueError("NPUEstimator.train: graph_run_mode=0 is inference mode; training needs "
                              "graph_run_mode=1 (NPURunConfig)")
+        tf_conformance.check_not_evaluator(self._config)
         tf_conformance.check_steps(steps, max_steps)
-        tf_conformance.check_listeners(saving_listeners)
+        tf_conformance.check_listeners(saving_listeners, self._config, hooks)
         rules.check_ps_tasks_have_strategy(self._config.options, self._config.cluster)
         hooks = check_hooks(hooks, "NPUEstimator.train", _HOOKS_WORDING)
         if max_steps is not None:
@@ -157,10 +166,15 @@ class NPUEstimator:
             spec = built.spec
             with built.graph.as_default():
                 metrics = dict(spec.eval_metric_ops)
+                if "global_step" in metrics:
+                    raise ValueError("Metric with name `global_step` is not allowed, because Estimator already "
+                                     "defines a default metric with the same name (the evaluated checkpoint's "
+                                     "step); rename the metric")
                 if "loss" not in metrics:
                     metrics["loss"] = _v1.metrics.mean(spec.loss)
                 update = tf.group(*[pair[1] for pair in metrics.values()])
                 values = {key: pair[0] for key, pair in metrics.items()}
+                self._maybe_warm_start(path)
                 runner, saver, ops = _prepare_restore(built, holder, hooks, spec.evaluation_hooks, plan)
             built.graph.finalize()
             with built.session(plan.target) as sess, distribute_errors.explained(self._config):
@@ -182,8 +196,11 @@ class NPUEstimator:
                     results = sess.run(values)
                 results["global_step"] = int(sess.run(built.global_step))
                 runner.end(sess)
-        if self._config.is_chief:
-            _write_eval_summaries(self.eval_dir(name), results)
+        # The chief writes evaluation summaries, and an evaluator task (its evaluations are the eval events).
+        if self._config.is_chief or getattr(self._config, "task_type", None) == "evaluator":
+            # An in-memory evaluation's checkpoint is a private temporary one: not worth naming (tf.estimator
+            # writes no checkpoint_path for those either).
+            _write_eval_summaries(self.eval_dir(name), results, None if _in_memory.active else restored)
         logger.info("Evaluation at step %d: %s", results["global_step"],
                     ", ".join(f"{k} = {v}" for k, v in sorted(results.items())))
         return results
@@ -213,8 +230,16 @@ class NPUEstimator:
         with plan.environment():
             built = building.ModeGraph(self, ModeKeys.PREDICT, plan, features_only)
             spec = built.spec
+            if not _has_dataset_or_queue_runner(holder["input"], built.graph):
+                # tf.estimator's warning, through tf.compat.v1.logging as tf.estimator wrote it (looked up now:
+                # the module a script imports, so what it patches or configures applies)
+                import tensorflow.compat.v1 as tf1
+
+                tf1.logging.warning("Input graph does not use tf.data.Dataset or contain a QueueRunner. That means "
+                                    "predict yields forever. This is probably a mistake.")
             predictions = _select(spec.predictions, predict_keys)
             with built.graph.as_default():
+                self._maybe_warm_start(path)
                 runner, saver, ops = _prepare_restore(built, holder, hooks, spec.prediction_hooks, plan)
             built.graph.finalize()
             with built.session(plan.target) as sess:
@@ -249,14 +274,23 @@ class NPUEstimator:
         returns its path. The SavedModel loads with plain `tf.saved_model.load` and serves
         `serving_default` (model_fn's `predictions`, or its `export_outputs`).
         """
+        return self._export(export_dir_base, serving_input_receiver_fn, assets_extra, as_text, checkpoint_path)
+
+    export_savedmodel = export_saved_model
+
+    def _export(self, export_dir_base, serving_input_receiver_fn, assets_extra, as_text, checkpoint_path,
+                strip_default_attrs=True):
         path = self._checkpoint_to_use(checkpoint_path)
+        if path is None and self._warm_start_from is not None:  # as tf.estimator: export the warm-start model
+            from .warm_start import source_checkpoint
+
+            path = checkpoint_path = source_checkpoint(self._warm_start_from)
         if path is None:
             raise ValueError(f"NPUEstimator.export_saved_model: Couldn't find trained model at {self._model_dir} "
                              f"(no checkpoint; train first or give checkpoint_path)")
         return export_lib.export(self, self._plan(ModeKeys.PREDICT), export_dir_base, serving_input_receiver_fn,
-                                 _explicit(checkpoint_path, path), assets_extra=assets_extra, as_text=as_text)
-
-    export_savedmodel = export_saved_model
+                                 _explicit(checkpoint_path, path), assets_extra=assets_extra, as_text=as_text,
+                                 strip_default_attrs=strip_default_attrs)
 
     # ---- checkpoints ----------------------------------------------------------------------------------------
     def latest_checkpoint(self) -> Optional[str]:
@@ -271,6 +305,11 @@ class NPUEstimator:
         """The value of variable `name` in the newest readable checkpoint (a numpy array)."""
         return checkpoints.read_newest(self._model_dir, lambda path: tf.train.load_variable(path, name))
 
+    def _maybe_warm_start(self, checkpoint):
+        """Without a checkpoint of its own, evaluate/predict start from warm_start_from (tf.estimator's rule)."""
+        if checkpoint is None and self._warm_start_from is not None:
+            building.warm_start(self._warm_start_from)
+
     def _checkpoint_to_use(self, checkpoint_path):
         if checkpoint_path is None:
             return self.latest_checkpoint()
@@ -279,6 +318,22 @@ class NPUEstimator:
             raise ValueError(f"No readable checkpoint at {checkpoint_path!r}")
         return path
 
+
+
+class _InMemory(threading.local):
+    active = False
+
+
+_in_memory = _InMemory()  # set by InMemoryEvaluatorHook around its evaluate() calls
+
+
+def _has_dataset_or_queue_runner(inp, graph) -> bool:
+    """Whether predict's input ends by itself: a Dataset, features read from an iterator (top level,
+    as tf.estimator checks), or queue runners."""
+    if inp.dataset is not None or graph.get_collection(_v1.GraphKeys.QUEUE_RUNNERS):
+        return True
+    return any(isinstance(t, tf.Tensor) and t.op.type in ("IteratorGetNext", "IteratorGetNextSync")
+               for t in tf.nest.flatten(inp.features))
 
 
 def _explicit(given, resolved):
@@ -316,10 +371,42 @@ def _run_until_end(sess, runner, update, steps, options):
     return done
 
 
-def _write_eval_summaries(directory, results):
-    values = [_v1.Summary.Value(tag=key, simple_value=float(value)) for key, value in results.items()
-              if key != "global_step" and np.ndim(value) == 0]
-    building.write_eval_summary(directory, _v1.Summary(value=values), results["global_step"])
+def _write_eval_summaries(directory, results, checkpoint_path):
+    """The results as tf.estimator writes them: numbers as scalars, arrays as tensor summaries,
+    serialised Summary protos (tf.compat.v1.summary ops used as metric values) with their values
+    tagged `<key>/<i>`; then the evaluated checkpoint's path as a string tensor `checkpoint_path`."""
+    summary = _v1.Summary()
+    for key, value in results.items():
+        if key == "global_step" or value is None:
+            continue
+        if isinstance(value, bytes):
+            try:
+                parsed = _v1.Summary.FromString(value)
+            except Exception:  # protobuf's DecodeError: not a Summary
+                logger.warning("Skipping summary for %s, cannot parse string to Summary.", key)
+                continue
+            for i, item in enumerate(parsed.value):
+                item.tag = f"{key}/{i}"
+            summary.value.extend(parsed.value)
+        elif isinstance(value, (float, int, np.floating, np.integer)):
+            summary.value.add(tag=key, simple_value=float(value))
+        elif isinstance(value, np.ndarray):
+            summary.value.add(tag=key, node_name=key).tensor.CopyFrom(tf.make_tensor_proto(value))
+        else:
+            logger.warning("Skipping summary for %s, must be a float, np.float32, np.int64, np.int32 or int or "
+                           "np.ndarray or a serialized string of Summary.", key)
+    try:
+        building.write_eval_summary(directory, summary, results["global_step"])
+        if checkpoint_path:
+            path_summary = _v1.Summary()
+            path_summary.value.add(tag="checkpoint_path").tensor.CopyFrom(
+                tf.make_tensor_proto(os.fsdecode(checkpoint_path), dtype=tf.string))
+            building.write_eval_summary(directory, path_summary, results["global_step"])
+    except (OSError, RuntimeError, tf.errors.OpError) as error:
+        # The evaluation itself succeeded: its results are returned (and drive exporters); only
+        # TensorBoard misses them (a full disk, a read-only model_dir).
+        logger.warning("Could not write the evaluation results to %s (%s); they are returned, but TensorBoard will "
+                       "not show this evaluation", directory, checkpoints.first_line(error))
 
 
 def _select(predictions, keys):

@@ -146,7 +146,8 @@ def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
 def build_raw_supervised_input_receiver_fn(features, labels, default_batch_size=None):
     """A receiver fn feeding features and labels (tensors or dicts of tensors) through placeholders;
     their names must not collide. Returns SupervisedInputReceiver(features, labels, receiver_tensors)."""
-    feature_specs, label_specs = _as_dict(features, SINGLE_FEATURE_KEY), _as_dict(labels, SINGLE_LABEL_KEY)
+    # A single feature tensor is fed as `input`, a single label as `label` (tf.estimator's receiver names).
+    feature_specs, label_specs = _as_dict(features, SINGLE_RECEIVER_KEY), _as_dict(labels, SINGLE_LABEL_KEY)
     clash = set(feature_specs) & set(label_specs)
     if clash:
         raise ValueError(f"build_raw_supervised_input_receiver_fn: features and labels cannot share names; "
@@ -157,10 +158,21 @@ def build_raw_supervised_input_receiver_fn(features, labels, default_batch_size=
         label_holders = _placeholders(label_specs, default_batch_size)
         receiver_tensors = {**feature_holders, **label_holders}
         return SupervisedInputReceiver(
-            feature_holders if isinstance(features, dict) else feature_holders[SINGLE_FEATURE_KEY],
+            feature_holders if isinstance(features, dict) else feature_holders[SINGLE_RECEIVER_KEY],
             label_holders if isinstance(labels, dict) else label_holders[SINGLE_LABEL_KEY], receiver_tensors)
 
     return receiver_fn
+
+
+def build_supervised_input_receiver_fn_from_input_fn(input_fn, **input_fn_args):
+    """A receiver fn whose placeholders match what `input_fn(**input_fn_args)` returns: a
+    (features, labels) tuple or a Dataset of them. input_fn runs once here, in a graph of its own, only
+    to read dtypes and shapes (see build_raw_supervised_input_receiver_fn)."""
+    from .inputs import make_input
+
+    with tf.Graph().as_default():
+        made = make_input(input_fn(**input_fn_args))
+    return build_raw_supervised_input_receiver_fn(made.features, made.labels)
 
 
 def build_parsing_serving_input_receiver_fn(feature_spec, default_batch_size=None):
@@ -200,9 +212,10 @@ def signature_defs(spec, receiver) -> dict:
 
 
 def export(estimator, plan, export_dir_base, serving_input_receiver_fn, checkpoint_path, assets_extra=None,
-           as_text=False) -> str:
+           as_text=False, strip_default_attrs=True) -> str:
     """Write the SavedModel (see NPUEstimator.export_saved_model); returns the export directory.
-    `checkpoint_path` None: the newest checkpoint of the model_dir that restores."""
+    `checkpoint_path` None: the newest checkpoint of the model_dir that restores. Files the graph lists
+    as assets (the ASSET_FILEPATHS collection, e.g. vocabularies) are copied into `assets/`."""
     if isinstance(export_dir_base, bytes):  # tf.estimator accepts (and returns) bytes paths
         export_dir_base = export_dir_base.decode("utf-8")
     export_dir_base = os.fspath(export_dir_base)
@@ -220,28 +233,67 @@ def export(estimator, plan, export_dir_base, serving_input_receiver_fn, checkpoi
         with built.graph.as_default():
             signatures = signature_defs(built.spec, holder["receiver"])
             saver = built.saver()
-            local_init = building.local_init_op(built.graph)
+            # As tf.estimator: the scaffold's local_init_op, if any, is what loading the SavedModel runs.
+            local_init = getattr(built.spec.scaffold, "local_init_op", None)
+            if local_init is None:
+                local_init = building.local_init_op(built.graph)
         export_dir, temp_dir = _new_export_dirs(export_dir_base)
-        with built.session(plan.target) as sess:
-            if checkpoint_path is None:  # the newest that restores now (a training job may evict)
-                if checkpoints.restore_newest([saver], sess, estimator.model_dir) is None:
-                    raise ValueError(f"export: the checkpoints in {estimator.model_dir} vanished before they "
-                                     f"could be read")
-            else:
-                saver.restore(sess, checkpoint_path)
-            sess.run(local_init)
-            builder = _v1.saved_model.Builder(temp_dir)
-            builder.add_meta_graph_and_variables(
-                sess, [_v1.saved_model.tag_constants.SERVING], signature_def_map=signatures,
-                main_op=local_init, strip_default_attrs=True, clear_devices=True, saver=saver)
-            builder.save(as_text)
-    for dest_rel, source in (assets_extra or {}).items():
-        dest = os.path.join(temp_dir, "assets.extra", dest_rel)
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        shutil.copy(source, dest)
+        try:
+            _write_saved_model(estimator, built, saver, signatures, local_init, plan, temp_dir, checkpoint_path,
+                               as_text, strip_default_attrs)
+            for dest_rel, source in (assets_extra or {}).items():
+                dest = os.path.join(temp_dir, "assets.extra", dest_rel)
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                shutil.copy(source, dest)
+        except BaseException as error:
+            # A partial export would keep filling the disk that training's next checkpoint needs.
+            shutil.rmtree(temp_dir, ignore_errors=True)
+            if isinstance(error, (tf.errors.OpError, OSError, RuntimeError)) and checkpoints.is_disk_full(error):
+                raise _disk_full(export_dir_base, estimator.model_dir, error) from error
+            raise
     os.rename(temp_dir, export_dir)  # the timestamped directory appears complete or not at all
     logger.info("Exported SavedModel to %s", export_dir)
     return export_dir
+
+
+def _write_saved_model(estimator, built, saver, signatures, local_init, plan, temp_dir, checkpoint_path, as_text,
+                       strip_default_attrs):
+    with built.session(plan.target) as sess:
+        if checkpoint_path is None:  # the newest that restores now (a training job may evict)
+            if checkpoints.restore_newest([saver], sess, estimator.model_dir) is None:
+                raise ValueError(f"export: the checkpoints in {estimator.model_dir} vanished before they "
+                                 f"could be read")
+        else:
+            saver.restore(sess, checkpoint_path)
+        sess.run(local_init)
+        builder = _v1.saved_model.Builder(temp_dir)
+        builder.add_meta_graph_and_variables(
+            sess, [_v1.saved_model.tag_constants.SERVING], signature_def_map=signatures,
+            assets_collection=built.graph.get_collection(_v1.GraphKeys.ASSET_FILEPATHS) or None,
+            main_op=local_init, strip_default_attrs=strip_default_attrs, clear_devices=True, saver=saver)
+        builder.save(as_text)
+
+
+def _disk_full(base, model_dir, error) -> checkpoints.DiskFullError:
+    """The export's one-paragraph error: where, about how many bytes (the newest earlier export,
+    else the newest checkpoint's files), and how many are free."""
+    earlier = sorted((name for name in os.listdir(base) if name.isdigit()), key=int) if os.path.isdir(base) else []
+    needed = _tree_bytes(os.path.join(base, earlier[-1])) if earlier else 0
+    if not needed:
+        newest = checkpoints.latest_checkpoint(model_dir)
+        needed = _tree_bytes(newest + ".index") + sum(_tree_bytes(p) for p in checkpoints.data_files(newest)) \
+            if newest else 0
+    free = shutil.disk_usage(base).free
+    return checkpoints.DiskFullError(
+        f"Not enough space to export a SavedModel in {base}: about {needed} bytes needed, {free} bytes free "
+        f"({checkpoints.first_line(error)}). The partial export was removed; earlier exports and the checkpoints "
+        f"are untouched. Free space there or export to another directory")
+
+
+def _tree_bytes(path) -> int:
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names)
 
 
 def _new_export_dirs(base):

@@ -7,8 +7,9 @@ The three provided, with tf.estimator's rules:
   - `LatestExporter`: exports after every evaluation, keeping the `exports_to_keep` newest;
   - `BestExporter`: exports when `compare_fn(best_eval_result, current_eval_result)` says the
     new result is better (default: smaller `loss`); the best so far is first read from the
-    evaluation event files (`event_file_pattern` under model_dir), so a restarted job does not
-    export a worse model;
+    evaluation event files (`event_file_pattern` under model_dir). As in tf.estimator, the first
+    export call of an exporter object always exports (a restarted job exports once, then only
+    better results);
   - `FinalExporter`: exports once, after the final evaluation.
 Exports are timestamped directories (`export_saved_model`); only those directories (10 digits)
 are garbage-collected.
@@ -121,16 +122,6 @@ def _check_compare_fn(compare_fn):
         raise ValueError(f"compare_fn ({compare_fn}) has following not expected args: {extra}")
 
 
-def _same_result(events_result, eval_result) -> bool:
-    """Whether a result read back from the event files is `eval_result` (float32 summaries, no global_step)."""
-    import numpy as np
-
-    keys = set(events_result) - {"global_step"}
-    if keys != {k for k in eval_result if k != "global_step" and np.ndim(eval_result[k]) == 0}:
-        return False
-    return all(np.isclose(float(events_result[k]), float(eval_result[k]), rtol=1e-6) for k in keys)
-
-
 class BestExporter(Exporter):
     """Export when the evaluation result is the best so far (see the module doc)."""
 
@@ -155,8 +146,7 @@ class BestExporter(Exporter):
             self._model_dir = estimator.model_dir
             self._best_eval_result = self._best_from_events(os.path.join(self._model_dir, self._event_file_pattern))
         better = (self._best_eval_result is None
-                  # evaluation writes its events before exporting: the first export may find itself as the best
-                  or (not self._has_exported and _same_result(self._best_eval_result, eval_result))
+                  or not self._has_exported  # tf.estimator's rule: the first export of this exporter
                   or self._compare_fn(best_eval_result=self._best_eval_result, current_eval_result=eval_result))
         if not better:
             return None

@@ -6,7 +6,9 @@ summary op built there can be neither fetched from the host nor compiled. `lifti
 `tf.compat.v1.summary` calls model_fn makes there and turns them into a host call: their inputs
 leave the loop (or compiled step) like `host_call` tensors, and the same summary ops are built on
 the host and fed those values. So model_fn's summaries are written in every mode, at the steps
-`save_summary_steps` selects, with that step's values. In a loop an input needs a static shape
+`save_summary_steps` selects, with that step's values. A summary of a variable shows the variable
+after that step's update: the read is ordered after the step's train_op (a read racing the update
+could show the same weights for two consecutive steps). In a loop an input needs a static shape
 (every iteration's value is kept in a fixed-size buffer); a summary without one is left out with
 a warning naming it. `combine` joins that host call with model_fn's own `host_call`.
 """
@@ -57,11 +59,14 @@ class Lifted:
 
     summaries: List[LiftedSummary] = field(default_factory=list)
 
-    def host_call(self):
-        """(fn, tensors) that rebuilds the summaries on the host, or None when there are none."""
+    def host_call(self, after=None):
+        """(fn, tensors) that rebuilds the summaries on the host, or None when there are none.
+
+        `after`: the step's train_op; variables given to a summary are read after it.
+        """
         if not self.summaries:
             return None
-        tensors = [t for s in self.summaries for t in s.numeric.values()]
+        tensors = [_value_after(t, after) for s in self.summaries for t in s.numeric.values()]
 
         def replay(*values):
             outputs, start = [], 0
@@ -96,7 +101,8 @@ class _Scope:
         numeric, constants, problem = {}, {}, None
         for key, value in arguments.items():
             if isinstance(value, tf.Variable):
-                value = tf.convert_to_tensor(value)  # its value at this step, read inside
+                numeric[key] = value  # read in host_call(), after the step's update
+                continue
             if isinstance(value, tf.Tensor) and value.dtype == tf.string:
                 static = tf.get_static_value(value)
                 if static is None:
@@ -168,6 +174,14 @@ def lifting(static_shapes: bool):
     for graph in {id(t.graph): t.graph for t in scope.stand_ins}.values():
         collection = graph.get_collection_ref(_v1.GraphKeys.SUMMARIES)
         collection[:] = [t for t in collection if id(t) not in ours]
+
+
+def _value_after(value, after):
+    """A recorded input as a tensor: a variable is read once `after` (the step's update) ran."""
+    if not isinstance(value, tf.Variable):
+        return value
+    with tf.control_dependencies([after] if after is not None else []):
+        return tf.identity(value.read_value())
 
 
 def _dropped(name, why: str) -> None:

@@ -86,5 +86,11 @@ class InMemoryEvaluatorHook(_v1.train.SessionRunHook):
     def _evaluate(self, session):
         prefix = self._saver.save(session, os.path.join(self._directory, "model.ckpt"), write_meta_graph=False,
                                   write_state=False)
-        self.results.append(self._estimator.evaluate(self._input_fn, steps=self._steps, hooks=self._hooks,
-                                                     checkpoint_path=prefix, name=self._name))
+        from .estimator import _in_memory
+
+        _in_memory.active = True
+        try:
+            self.results.append(self._estimator.evaluate(self._input_fn, steps=self._steps, hooks=self._hooks,
+                                                         checkpoint_path=prefix, name=self._name))
+        finally:
+            _in_memory.active = False

@@ -1,7 +1,10 @@
 """Calling user functions with the arguments they name, and turning input_fn results into tensors."""
 from __future__ import annotations
 
+import contextlib
+import functools
 import inspect
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
@@ -9,13 +12,43 @@ import tensorflow as tf
 
 
 def fn_args(fn: Callable) -> tuple:
-    """The names a function (or functools.partial, or callable object) accepts as arguments."""
+    """The names a function (or functools.partial, or callable object) accepts as arguments.
+
+    Arguments a functools.partial already binds by keyword are not counted, as tf.estimator's
+    fn_args does: `partial(model_fn, foo=1)` is a model_fn of the remaining arguments.
+    """
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return ()
+    bound = set()
+    inner = fn
+    while isinstance(inner, functools.partial):
+        bound.update(inner.keywords or {})
+        inner = inner.func
     return tuple(name for name, p in signature.parameters.items()
-                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in bound)
+
+
+_calls = threading.local()
+
+
+@contextlib.contextmanager
+def estimator_call():
+    """Marks an input_fn call made by the Estimator itself (see `called_by_estimator`)."""
+    depth = getattr(_calls, "depth", 0)
+    _calls.depth = depth + 1
+    try:
+        yield
+    finally:
+        _calls.depth = depth
+
+
+def called_by_estimator() -> bool:
+    """Whether the input_fn running now was called by an Estimator. tf.estimator's numpy_input_fn
+    returns tensors; here it gives the Estimator a Dataset (whose position checkpoints keep and
+    device loops read) and anyone else tf.estimator's (features, labels) tensors."""
+    return getattr(_calls, "depth", 0) > 0
 
 
 def call_with_accepted(fn: Callable, available: Mapping[str, Any], what: str, required=()):

@@ -61,14 +61,14 @@ def as_pair(name, metric):
     if not variables:
         raise ValueError(f"eval_metric_ops[{name!r}]: the metric {getattr(metric, 'name', metric)!r} has no variables")
     graph = variables[0].graph
+    recorded = list(getattr(metric, "updates", None) or [])
+    updates = recorded[:1] or _writes(graph, variables)
+    if not updates:  # checked first, as tf.estimator does
+        raise ValueError(f"Please call update_state(...) on the \"{getattr(metric, 'name', name)}\" metric "
+                         f"(eval_metric_ops[{name!r}]) inside model_fn")
     if graph is not _v1.get_default_graph():
         raise ValueError(f"eval_metric_ops with \"{name}\" must be from the default graph: the metric's variables "
                          f"belong to another graph. Create the metric inside model_fn")
-    recorded = list(getattr(metric, "updates", None) or [])
-    updates = recorded[:1] or _writes(graph, variables)
-    if not updates:
-        raise ValueError(f"Please call update_state(...) on the \"{getattr(metric, 'name', name)}\" metric "
-                         f"(eval_metric_ops[{name!r}]) inside model_fn")
     _move_to_local(graph, variables)
     with graph.as_default():
         value = tf.convert_to_tensor(metric.result())

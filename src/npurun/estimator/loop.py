@@ -19,6 +19,8 @@ Rules (also in docs/estimator.md):
   - the input ending (OutOfRangeError, also from inside a device loop) ends training normally; the
     iterations of a loop the input ended inside are reported like a whole loop's;
   - a SIGTERM / SIGINT (see preemption.py) ends the loop after the run in flight (`preempted`);
+    with a `stop_flag` (several ranks, see distribute/stop_flag.py) the signalled rank raises the
+    flag before its next run, and every rank ends the loop after the run that returned it raised;
   - a train_op that leaves the global step where it was for STALL_LIMIT runs in a row is a
     GlobalStepStalledError; runs skipped because a loss-scale overflow was detected (the
     managers' `skipped_steps` grew) are counted apart, with their own, larger limit
@@ -89,7 +91,7 @@ class TrainingLoop:
     """Runs `program` from `start_step` until `last_step` (None: until the input ends or a stop)."""
 
     def __init__(self, sess, program: Program, schedules: Schedules, runner: HookRunner,
-                 saver: Optional[ckpt_lib.CheckpointWriter], summary_writer, run_options=None):
+                 saver: Optional[ckpt_lib.CheckpointWriter], summary_writer, run_options=None, stop_flag=None):
         self.sess = sess
         self.program = program
         self.schedules = schedules
@@ -100,14 +102,30 @@ class TrainingLoop:
         self.last_loss = None
         self._fetch_dicts = {}
         self.watch = preemption.current()
+        self.stop_flag = stop_flag  # distribute.stop_flag.StopFlag, or None: stop on this process's signal
+        self._agreed = 0  # what the last run's stop flag said (0, or the signal some rank received)
+        self._flag_raised = False
         self.preempted = False
+        self.input_ended = False
         self.overflow_skips = 0  # runs that left the global step because of a loss-scale overflow
         self._stall_step, self._stalls, self._overflows, self._skipped = None, 0, 0, None
         self._skip_counters = list(sess.graph.get_collection(SKIPPED_COLLECTION))  # loss-scale managers'
 
+    def _stopping(self) -> bool:
+        """Whether to stop before the next run. Alone: when a signal arrived. With a stop flag: when
+        a run returned it raised (after raising it once, here, when this process was signalled)."""
+        if self.stop_flag is None:
+            return self.watch.signum is not None
+        if self.watch.signum is not None and not self._flag_raised:
+            self.stop_flag.raise_(self.sess, self.watch.signum)
+            self._flag_raised = True
+        return self._agreed != 0
+
     def _fast_callable(self):
-        fn = self.sess.make_callable([self.program.step_after, self.program.loss],
-                                     accept_options=self.run_options is not None)
+        fetches = [self.program.step_after, self.program.loss]
+        if self.stop_flag is not None:
+            fetches.append(self.stop_flag.agreed)
+        fn = self.sess.make_callable(fetches, accept_options=self.run_options is not None)
         if self.run_options is None:
             return fn
         options = self.run_options
@@ -128,23 +146,25 @@ class TrainingLoop:
         self.meter = RateMeter(start_step)
         fast = self._fast_callable()
         step, first, stop, ended = start_step, True, False, False
-        watch = self.watch
+        watch, agreeing = self.watch, self.stop_flag is not None
         if self._skip_counters:
             self._skipped = int(sum(self.sess.run(self._skip_counters)))
         try:
-            while not stop and step < last and watch.signum is None:
+            while not stop and step < last and not self._stopping():
                 target = min(last, ckpt.due, summaries.due, logs.due, progress.schedule.due)
                 if not self.runner and not first:
                     step, loss = self._hot(fast, step, inc, target, timed)
                     if loss is not None:
                         self.last_loss = loss
-                    if step >= last or watch.signum is not None:
+                    if step >= last or self._stopping():
                         break
                 previous = step
                 want_summary = summarising and step + inc >= summaries.due
                 want_losses = want_summary or step + inc >= logs.due
                 results, stop = self.runner.run(self.sess, self._fetches(want_summary, want_losses), self.run_options)
                 step, loss = int(results["step"]), results["loss"]
+                if agreeing:
+                    self._agreed = int(results["stop"])
                 self.last_loss = results.get("losses", loss)
                 if first and step == previous:
                     logger.warning("The global step did not advance (%d): the train_op should increment it, e.g. "
@@ -173,7 +193,10 @@ class TrainingLoop:
             self._partial_loop(start_step, step, summarising)
         finally:
             progress.close()
-        self.preempted = watch.signum is not None and not ended and step < last
+        if self._agreed and watch.signum is None:
+            watch.adopt(int(self._agreed))  # another rank was signalled: stop as it does
+        self.preempted = (watch.signum is not None or self._agreed != 0) and not ended and step < last
+        self.input_ended = ended
         if ended:
             logger.info("Input ended at global step %d", step)
         return step
@@ -182,10 +205,13 @@ class TrainingLoop:
         """Runs with nothing due, until the next run would reach `target`; returns (step, last loss
         or None when nothing ran)."""
         loss = None
-        watch = self.watch
+        agreeing = self.stop_flag is not None
         if timed.secs is None:
-            while step + inc < target and watch.signum is None:
-                new, loss = fast()
+            while step + inc < target and not self._stopping():
+                if agreeing:
+                    new, loss, self._agreed = fast()
+                else:
+                    new, loss = fast()
                 if loss != loss:
                     self._nan(new)
                 if new == step:
@@ -193,8 +219,11 @@ class TrainingLoop:
                 step = new
             return step, loss
         deadline = timed.last + timed.secs
-        while step + inc < target and ckpt_lib.clock() < deadline and watch.signum is None:
-            new, loss = fast()
+        while step + inc < target and ckpt_lib.clock() < deadline and not self._stopping():
+            if agreeing:
+                new, loss, self._agreed = fast()
+            else:
+                new, loss = fast()
             if loss != loss:
                 self._nan(new)
             if new == step:
@@ -238,6 +267,8 @@ class TrainingLoop:
     def _build_fetches(self, want_summary, want_losses) -> dict:
         program = self.program
         fetches = {"step": program.step_after, "loss": program.loss}
+        if self.stop_flag is not None:
+            fetches["stop"] = self.stop_flag.agreed
         if want_losses and program.losses is not None:
             fetches["losses"] = program.losses
         if want_summary:

@@ -36,11 +36,14 @@ def _describe(holder: dict) -> str:
 
 
 def _read_holder(handle) -> dict:
+    """The holder the lock file names; {} when it names none (empty, or text npurun did not write:
+    another tool's pid file, a damaged file)."""
     handle.seek(0)
     try:
-        return json.loads(handle.read() or "{}")
+        holder = json.loads(handle.read() or "{}")
     except ValueError:
         return {}
+    return holder if isinstance(holder, dict) else {}
 
 
 def _make_dir(model_dir: str) -> None:
@@ -67,7 +70,15 @@ def hold(model_dir: str, enabled: bool = True):
         return
     _make_dir(model_dir)
     path = os.path.join(model_dir, LOCK_FILE)
-    handle = open(path, "a+")
+    try:
+        handle = open(path, "a+")
+    except OSError as error:
+        if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        raise PermissionError(error.errno, f"model_dir {model_dir} is not writable ({error.strerror}): training "
+                                           f"writes its lock file {LOCK_FILE} and its checkpoints there; train "
+                                           f"into a writable model_dir (evaluate, predict and get_variable_value "
+                                           f"only read it)", path) from None
     try:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -10,10 +10,16 @@ While `watch()` is open (around one train() call, main thread only):
     blocked inside a long Session.run: a helper thread reads the signal numbers from Python's
     wakeup fd, which the C-level handler writes immediately, whereas Python-level handlers only
     run when the main thread returns to the interpreter;
+  - under `npurun launch` (NPURUN_LAUNCHED=1) the same signal again within DUPLICATE_SECONDS of the
+    first is the same preemption delivered twice (a scheduler signals every process of the job,
+    and the launcher forwards its own copy), not a second signal;
   - the previous handlers (and wakeup fd) are restored when train() returns or raises.
 
-Multi-rank: the chief saves, the other ranks only stop. A rank still waiting in a collective for
-a peer that already stopped fails within hccl_timeout; after a signal that failure is logged in
+Multi-rank: the ranks agree to stop after the same run (distribute/stop_flag.py): a signalled
+rank raises a flag that every rank sees after the same run, and a rank that was not signalled
+itself then stops as if it had been (`adopt`: same log line, naming the other rank, same exit
+status). The chief saves, the other ranks only stop. A rank whose peer died (kill -9) while it
+was stopping fails its collectives within hccl_timeout; after a signal that failure is logged in
 one line and the exit status is still 143 / 130 (`peer_stopped_first`).
 
 A signal the process ignores (SIG_IGN) stays ignored. Outside the main thread (train() called
@@ -27,11 +33,13 @@ import logging
 import os
 import signal
 import threading
+import time
 from typing import Optional
 
 logger = logging.getLogger("npurun")
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+DUPLICATE_SECONDS = 2.0  # under npurun launch: a repeat within this is the launcher's forwarded copy
 
 
 class Watch:
@@ -40,6 +48,7 @@ class Watch:
     def __init__(self):
         self.signum: Optional[int] = None
         self.installed = False
+        self.from_peer = False  # the signal was another rank's (see adopt)
 
     @property
     def requested(self) -> bool:
@@ -56,16 +65,27 @@ class Watch:
         if self.signum is None:
             self.signum = signum
 
+    def adopt(self, signum: int) -> None:
+        """The ranks agreed to stop because another rank received `signum`: this process stops as if
+        it had received it (same log line, same exit status). Only a watch with handlers installed
+        adopts (the shared never-firing watch of a non-main-thread train() must stay unset)."""
+        if self.signum is None and self.installed:
+            self.signum = signum
+            self.from_peer = True
+
     def peer_stopped_first(self, error: BaseException, model_dir: str) -> bool:
         """After a signal: whether `error` (from train()) is a collective that failed because a peer
-        rank stopped a run earlier; then it is logged (one line) and the exit status stays 143 / 130."""
+        rank was gone (it died, or stopped without agreeing); then it is logged (one line) and the
+        exit status stays 143 / 130."""
         if not self.requested or type(error).__name__ != "CollectiveTimeoutError":
             return False
         from . import checkpoints  # TensorFlow-dependent; this module is imported early
 
         newest = checkpoints.latest_checkpoint(model_dir)
-        logger.warning("%s: a peer rank stopped before this one, so the run in flight failed; no checkpoint "
-                       "from this run (the newest is %s); exiting with status %d", self.name(),
+        timeout = getattr(error, "timeout", None)
+        within = f" within hccl_timeout={timeout:g} s" if timeout is not None else ""
+        logger.warning("%s: a peer rank did not answer%s (it exited or was killed), so the run in flight failed; "
+                       "no checkpoint from this run (the newest is %s); exiting with status %d", self.name(), within,
                        newest or "none", self.exit_status)
         return True
 
@@ -130,7 +150,8 @@ def watch():
 
 
 def _count_signals(read_fd: int, state: Watch, stop: threading.Event, watched) -> None:
-    seen = 0
+    seen, first = 0, None
+    launched = os.environ.get("NPURUN_LAUNCHED") == "1"
     while not stop.is_set():
         try:
             data = os.read(read_fd, 64)
@@ -139,6 +160,10 @@ def _count_signals(read_fd: int, state: Watch, stop: threading.Event, watched) -
         for number in data:
             if number not in watched or stop.is_set():
                 continue
+            now = time.monotonic()
+            if launched and first is not None and number == first[0] and now - first[1] < DUPLICATE_SECONDS:
+                continue  # the launcher's copy of the signal the scheduler also sent here
+            first = first or (number, now)
             seen += 1
             state._record(number)
             if seen >= 2:

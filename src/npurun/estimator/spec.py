@@ -56,7 +56,7 @@ class EstimatorSpec(_SpecTuple):
                 evaluation_hooks=None, prediction_hooks=None, **extra):
         if extra:
             raise TypeError(f"EstimatorSpec got unexpected keyword argument(s) {sorted(extra)}")
-        if mode not in ModeKeys.ALL:
+        if mode is not None and mode not in ModeKeys.ALL:  # None: the mode model_fn is called in
             raise ValueError(f"EstimatorSpec: mode must be one of {ModeKeys.ALL}; got {mode!r}")
         from . import spec_checks
 
@@ -69,6 +69,8 @@ class EstimatorSpec(_SpecTuple):
 
             export_outputs = with_default(export_outputs, predictions)
         scaffold = spec_checks.scaffold(scaffold)
+        if scaffold is None:  # as tf.estimator; a Scaffold without a saver leaves saving to the Estimator
+            scaffold = tf.compat.v1.train.Scaffold()
         hooks = {}
         for label, value in (("training_chief_hooks", training_chief_hooks), ("training_hooks", training_hooks),
                              ("evaluation_hooks", evaluation_hooks), ("prediction_hooks", prediction_hooks)):
@@ -82,6 +84,15 @@ class EstimatorSpec(_SpecTuple):
     def host_call(self):
         """Only NPUEstimatorSpec carries a host_call; plain specs have none."""
         return None
+
+    def _replace(self, **changes):
+        """A copy with `changes`, checked as a new spec is (tf.estimator's rule); the mode stays."""
+        if "mode" in changes and changes["mode"] != self.mode:
+            raise ValueError(f"mode of EstimatorSpec cannot be changed (from {self.mode!r} to {changes['mode']!r})")
+        return type(self)(**{**self._fields_to_copy(), **changes})
+
+    def _fields_to_copy(self):
+        return self._asdict()
 
 
 class NPUEstimatorSpec(EstimatorSpec):
@@ -113,6 +124,9 @@ class NPUEstimatorSpec(EstimatorSpec):
     @property
     def host_call(self):
         return self._host_call
+
+    def _fields_to_copy(self):
+        return {**self._asdict(), "host_call": self._host_call}
 
 
 def check_hooks(hooks, where, wording="All hooks must be SessionRunHook instances, given:"):

@@ -32,8 +32,13 @@ def device_fn_scope(config):
     return _v1.get_default_graph().device(device_fn) if device_fn is not None else contextlib.nullcontext()
 
 
-class CheckpointShapeError(ValueError):
-    """A checkpoint holds a variable with another shape than the model's."""
+class CheckpointShapeError(ValueError, tf.errors.InvalidArgumentError):
+    """A checkpoint holds a variable with another shape than the model's.
+
+    Also the InvalidArgumentError tf.estimator raises there, with its first sentence."""
+
+    def __init__(self, message):
+        tf.errors.InvalidArgumentError.__init__(self, None, None, message)
 
 
 def check_restored_shapes(graph, prefix) -> None:
@@ -46,15 +51,33 @@ def check_restored_shapes(graph, prefix) -> None:
         graph_shape = variable.shape
         if name in shapes and graph_shape.is_fully_defined() and list(shapes[name]) != graph_shape.as_list():
             raise CheckpointShapeError(
-                f"Checkpoint {prefix}: variable {name!r} has shape {list(shapes[name])} in the checkpoint but "
+                f"Restoring from checkpoint failed. This is most likely due to a mismatch between the current "
+                f"graph and the graph from the checkpoint. Checkpoint {prefix}: variable {name!r} has shape "
+                f"{list(shapes[name])} in the checkpoint but "
                 f"{graph_shape.as_list()} in the model's graph. Restore it into a model of the same shape, or "
                 f"train in a new model_dir")
 
 
-def check_listeners(listeners) -> None:
+def check_listeners(listeners, config, hooks) -> None:
+    """Listeners are CheckpointSaverListeners, and something saves checkpoints for them to hear."""
     for listener in listeners or ():
         if not isinstance(listener, _v1.train.CheckpointSaverListener):
             raise TypeError(f"saving_listeners must be a list of CheckpointSaverListener, given: {listener!r}")
+    saver_hooks = [h for h in hooks or () if isinstance(h, _v1.train.CheckpointSaverHook)]
+    if listeners and not (config.save_checkpoints_steps or config.save_checkpoints_secs or saver_hooks):
+        raise ValueError("There should be a CheckpointSaverHook to use saving_listeners. Please set one of the "
+                         "RunConfig.save_checkpoints_steps or RunConfig.save_checkpoints_secs. (This config saves "
+                         "no checkpoints, so the listeners would never be called.)")
+
+
+def check_not_evaluator(config) -> None:
+    """train() in an evaluator task is a mistake tf.estimator refuses. (A ps task's train() serves the
+    variables here, as docs/distributed.md says, where tf.estimator refused it too.)"""
+    task_type = getattr(config, "task_type", None)
+    if task_type == "evaluator":
+        raise ValueError(f"Train has been called wrong configuration. Please use tf.estimator.train_and_evaluate "
+                         f"which calls proper API according to given configuration. Current configuration: "
+                         f"task_type={task_type!r} (an {task_type} task does not train)")
 
 
 def check_steps(steps, max_steps) -> None:

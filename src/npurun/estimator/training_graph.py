@@ -1,6 +1,7 @@
 """NPUEstimator.train: build the training graph and session, then run the training loop."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
 from typing import Optional
@@ -9,9 +10,9 @@ import numpy as np
 import tensorflow as tf
 
 from ..debug.exception_dump import exception_dump
-from ..distribute import errors as distribute_errors, feed
+from ..distribute import errors as distribute_errors, feed, stop_flag as stop_flag_lib
 from ..runtime import compilation, dynamic_inputs
-from . import building, checkpoints, compiled_step, device_loop, host_values
+from . import building, checkpoints, compiled_step, device_loop, host_values, rank_input
 from .hooks import HookRunner
 from .inner_fetches import InnerFetches
 from .inputs import Input
@@ -39,7 +40,9 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
     holder = {}
     make_input = estimator._input_maker(input_fn, ModeKeys.TRAIN, holder, get_next=iterations == 1 or whole,
                                         transform=_input_transform(options, iterations, whole, holder))
-    with plan.environment():
+    # With several ranks, gradient all-reduces built by model_fn carry the stop flag (stop_flag.py).
+    riding = stop_flag_lib.training_graph() if plan.stop_flag is not None else contextlib.nullcontext()
+    with plan.environment(), riding:
         if iterations > 1:
             def features_outside_loop():
                 features = make_input()  # N stacked elements when the loop is compiled
@@ -86,7 +89,11 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
             if summarising:
                 program.summary = _outer_summaries(graph)
             savers, input_state = _savers(built, holder["input"], holder.get("fed", False))
-            finite = checkpoints.finite_check(_v1.trainable_variables()) if saving else None
+            stop_flag = plan.stop_flag() if plan.stop_flag is not None else None  # ranks agree when to stop
+            if stop_flag is not None:
+                logger.debug("The ranks agree when to stop: stop flag %s", stop_flag.kind)
+            own_input = rank_input.build(holder["input"], input_state, model_dir, chief, stop_flag)
+            finite = checkpoints.finite_check(_v1.global_variables()) if saving else None
             if estimator._warm_start_from is not None and checkpoints.latest_checkpoint(model_dir) is None:
                 building.warm_start(estimator._warm_start_from)
             start_ops = (building.init_op(graph), building.local_init_op(graph), holder["input"].initializer)
@@ -107,9 +114,17 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                        if saving else None)
         try:
             with built.session(plan.target) as sess, distribute_errors.explained(config):
-                building.start(sess, start_ops, savers, model_dir, quarantine=saving, resume_input=True,
-                               wait_for_initialization=plan.wait_for_initialization, scaffold=spec.scaffold)
+                restored = building.start(sess, start_ops, savers, model_dir, quarantine=saving, resume_input=True,
+                                          wait_for_initialization=plan.wait_for_initialization,
+                                          scaffold=spec.scaffold)
+                if own_input is not None:  # this rank's own input position over the chief's, if it saved one
+                    own_input.restore(sess, restored, checkpoints.finished_step(model_dir))
+                if stop_flag is not None:
+                    sess.run(stop_flag.start_op)
                 start_step = int(sess.run(program.global_step))
+                # The input position was restored too: a restart after a crash (see restore_newest).
+                position_restored = bool(restored) and len(savers) > 1 and \
+                    checkpoints.checkpoint_step(restored) != checkpoints.finished_step(model_dir)
                 last_step = start_step + steps if steps is not None else max_steps
                 if last_step is not None and start_step >= last_step:
                     logger.info("Global step %d is already at or past %d: nothing to train", start_step, last_step)
@@ -122,18 +137,22 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 loop = TrainingLoop(sess, program, Schedules(
                     checkpoint_steps=config.save_checkpoints_steps, checkpoint_secs=config.save_checkpoints_secs,
                     summary_steps=config.save_summary_steps, log_steps=options["log_step_count_steps"]),
-                    runner, writer_ckpt, writer, built.run_options())
+                    runner, writer_ckpt, writer, built.run_options(), stop_flag)
                 with exception_dump(options, sess, feed_dict=None, mode=ModeKeys.TRAIN), \
                         compilation.explained_compile_errors(options, graph):
                     step = loop.run(start_step, last_step)
+                    if loop.input_ended and step == start_step and position_restored and \
+                            holder["input"].initializer is not None:
+                        step = _restart_input(sess, loop, holder["input"], restored, start_step, last_step)
                 if writer_ckpt is not None:
                     if writer_ckpt.last_saved_step != step:
                         writer_ckpt.save(sess, step)
                     writer_ckpt.end(sess, step)
                     if not loop.preempted:
                         checkpoints.mark_finished(model_dir, step)
+                own_saved = own_input.save(sess, step) if own_input is not None and loop.preempted else None
                 if loop.watch.requested:
-                    _log_preemption(loop.watch, step, writer_ckpt)
+                    _log_preemption(loop.watch, step, writer_ckpt, own_saved)
                 runner.end(sess)
                 if loop.last_loss is not None and np.size(loop.last_loss):
                     logger.info("Loss for final step %d: %.6g", step, float(np.ravel(loop.last_loss)[-1]))
@@ -143,14 +162,29 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 writer.close()
 
 
-def _log_preemption(watch, step, writer_ckpt):
-    if writer_ckpt is not None:
+def _restart_input(sess, loop, inp, restored, start_step, last_step) -> int:
+    """The restored input position ended the input before the first step: it belongs to an input
+    pipeline that changed since the checkpoint (e.g. shuffle added or removed), since a run that
+    reached the input's end marks its checkpoint finished. Read the input from its start, as
+    tf.estimator always did, rather than end training having done nothing."""
+    logger.warning("The input position restored from %s ended the input before the first step: the input_fn "
+                   "probably changed since that checkpoint was written, so its position does not apply. Reading "
+                   "the input from its start (the resume is not exact)", restored)
+    sess.run(inp.initializer)
+    return loop.run(start_step, last_step)
+
+
+def _log_preemption(watch, step, writer_ckpt, own_saved=None):
+    if own_saved is not None:
+        where = f"saved this rank's input position to {own_saved} (the chief saves the checkpoint)"
+    elif writer_ckpt is not None:
         where = f"saved {writer_ckpt.last_saved} with the input position" if writer_ckpt.saves_input_position \
             else f"saved {writer_ckpt.last_saved} (variables only: the input position is not saved for this input)"
     else:
         where = "this process saves no checkpoints (not the chief, or save_checkpoints_steps=0)"
-    logger.warning("%s: training stopped at global step %d; %s; exiting with status %d", watch.name(), step, where,
-                   watch.exit_status)
+    source = " (received by another rank)" if watch.from_peer else ""
+    logger.warning("%s%s: training stopped at global step %d; %s; exiting with status %d", watch.name(), source, step,
+                   where, watch.exit_status)
 
 
 def _check_multiple(iterations, start_step, last_step, steps):
@@ -218,7 +252,7 @@ def _savers(built, inp: Input, fed: bool = False):
     (for inputs whose state cannot be serialised, and checkpoints written without it); and the
     tensor serialising the input position (CheckpointWriter.begin runs it once to decide), or None."""
     plain = built.saver()
-    if inp.iterator is None or built.spec.scaffold is not None or fed:
+    if inp.iterator is None or getattr(built.spec.scaffold, "saver", None) is not None or fed:
         return [plain], None
     # The iterator is a Trackable whose state serialises with ExternalStatePolicy.FAIL: the Saver takes
     # it as it is (make_saveable_from_iterator, deprecated, made the same "<resource>_STATE" entry).

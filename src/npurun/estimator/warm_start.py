@@ -1,19 +1,22 @@
 """Warm-starting: initialising variables of a new model from another model's checkpoint.
 
-`warm_start_from` is a checkpoint prefix or directory, or a `WarmStartSettings` (tf.estimator's):
-  - `ckpt_to_initialize_from`: a checkpoint prefix or directory;
+`warm_start_from` is a checkpoint prefix or directory, a SavedModel directory, or a
+`WarmStartSettings` (tf.estimator's):
+  - `ckpt_to_initialize_from`: a checkpoint prefix or directory, or a SavedModel directory;
   - `vars_to_warm_start`: a regular expression over the trainable variables (default `.*`: all
     of them), or a list of variable names / regular expressions over all global variables,
     or None (nothing is warm-started);
   - `var_name_to_prev_var_name`: {name in this model: name in the checkpoint} for renamed variables.
 A variable is taken when the checkpoint has it with the same shape. This happens only when
-model_dir has no checkpoint yet (a restart restores its own checkpoint instead); the global
-step is never warm-started. `var_name_to_vocab_info` (vocabulary remapping) is not supported.
+model_dir has no checkpoint yet (a restart restores its own checkpoint instead), in training and,
+as in tf.estimator, in evaluate/predict (export then restores the warm-start checkpoint); the
+global step is never warm-started. `var_name_to_vocab_info` (vocabulary remapping) is not supported.
 """
 from __future__ import annotations
 
 import collections
 import logging
+import os
 import re
 
 import tensorflow as tf
@@ -51,6 +54,21 @@ def _candidates(selection):
     return [v for v in _v1.global_variables() if any(re.match(p, v.op.name) for p in patterns)]
 
 
+def checkpoint_of(path):
+    """The checkpoint prefix `path` names: a prefix, a model directory (its newest checkpoint) or, as in
+    tf.estimator, a SavedModel directory (its variables); None when there is none. Paths may be bytes
+    (what tf.estimator's export_saved_model returns)."""
+    path = os.fsdecode(path)
+    if any(os.path.exists(os.path.join(path, name)) for name in ("saved_model.pb", "saved_model.pbtxt")):
+        path = os.path.join(path, "variables", "variables")
+    return checkpoints.resolve(path)
+
+
+def source_checkpoint(source):
+    """The checkpoint prefix a `warm_start_from` value (path or WarmStartSettings) initialises from."""
+    return checkpoint_of(getattr(source, "ckpt_to_initialize_from", source))
+
+
 def apply(source) -> None:
     """Initialise the selected variables from the checkpoint (before the initialisers are grouped)."""
     path, selection, renamed = source, ".*", {}
@@ -58,7 +76,7 @@ def apply(source) -> None:
         path = source.ckpt_to_initialize_from
         selection = getattr(source, "vars_to_warm_start", ".*")
         renamed = dict(getattr(source, "var_name_to_prev_var_name", None) or {})
-    prefix = checkpoints.resolve(str(path))
+    prefix = checkpoint_of(path)
     if prefix is None:
         raise ValueError(f"warm_start_from: no readable checkpoint at {path!r}")
     shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()

@@ -41,6 +41,9 @@ class SessionPlan:
         initialiser, calls `wait_for_initialization(session)` (returns once they are initialised,
         raises `InitializationTimeoutError` after a bounded wait), then runs only the local
         initialisers (local variables and tables).
+      stop_flag: None, or a function `() -> StopFlag or None` that builds, in the training graph,
+        how the ranks of a distributed run agree to stop after a SIGTERM / SIGINT
+        (distribute/stop_flag.py); None: this process stops on its own signal.
     """
 
     config_proto: Any
@@ -51,6 +54,7 @@ class SessionPlan:
     run_timeout_ms: int = 0
     target: str = ""
     wait_for_initialization: Optional[Callable[[Any], None]] = None
+    stop_flag: Optional[Callable[[], Any]] = None
 
     @contextlib.contextmanager
     def environment(self) -> Iterator[None]:
