@@ -68,9 +68,10 @@ def test_the_npurun_command_has_run_migrate_and_check(tmp_path):
         assert helped.returncode == 0 and f"usage: npurun {command}" in helped.stdout
 
 
-def test_run_script_leaves_no_legacy_keras_setting_behind(tmp_path, monkeypatch):
+@pytest.mark.parametrize("api", ["1", "2"])  # TF 1 scripts, and tf.estimator code (TF <= 2.15: Keras 2)
+def test_run_script_leaves_no_legacy_keras_setting_behind(tmp_path, monkeypatch, api):
     monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)
-    monkeypatch.setenv("NPURUN_TF_API", "1")
+    monkeypatch.setenv("NPURUN_TF_API", api)
     script = tmp_path / "keras_setting.py"
     script.write_text("import os, sys\nsys.exit(0 if os.environ.get('TF_USE_LEGACY_KERAS') == '1' else 7)\n")
     assert run_script(str(script)) == 0, "the script sees tf.keras as TensorFlow 1 scripts knew it"

@@ -29,7 +29,9 @@ def test_attached_while_active_and_restored_after():
             assert issubclass(module.estimator.Estimator, npurun.NPUEstimator)
             assert module.estimator.NPURunConfig is npurun.NPURunConfig
         for module in (tf.compat.v1, v1):
-            assert module.layers is layers
+            # TF 1's layers from tf-keras: npurun's module, or TensorFlow's own lazy loader when an earlier
+            # run with TF_USE_LEGACY_KERAS=1 resolved it to tf-keras (the same functions)
+            assert module.layers.dense is layers.dense and module.layers.Dense is layers.Dense
             assert module.Session is not tf_session.Session and issubclass(module.Session, tf_session.Session)
         assert tf.estimator.LoggingTensorHook is tf.compat.v1.train.LoggingTensorHook
         from tensorflow.estimator import RunConfig as imported

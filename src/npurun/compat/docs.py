@@ -194,7 +194,11 @@ mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 id
   needs them). TensorFlow cannot go back to eager mode, so this lasts for the process.
   `npurun.compat.activate()` alone leaves eager mode as it is (pass `graph_mode=True` to switch).
 - `tf.keras` is TensorFlow 1's Keras (Keras 2 from the `tf-keras` package): `npurun run` sets
-  `TF_USE_LEGACY_KERAS=1` for the script's process unless the environment sets it. npurun itself
+  `TF_USE_LEGACY_KERAS=1` for the script's process unless the environment sets it, for TensorFlow 2
+  scripts too (tf.estimator code was written for TensorFlow <= 2.15, whose tf.keras was Keras 2). A
+  library user's NPUEstimator with Keras 3 layers in model_fn works as well: while model_fn builds,
+  Keras 3 counts layer names per graph, as Keras 2 did, so train's checkpoint restores in evaluate,
+  predict and export (variable names follow Keras 3's scopes, e.g. `dense_1_1/kernel`). npurun itself
   does not use Keras. A TF 1 script's standalone `import keras` / `from keras.layers import Dense` is
   tf-keras too (`tf_keras.src...`: Keras 2 on TensorFlow, as TF 1.15 scripts had it; 56 ModelZoo folders), so
   `keras.backend.set_session(sess)` reaches the script's models; a module Keras 2 lacks is a ModuleNotFoundError

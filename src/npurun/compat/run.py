@@ -115,7 +115,7 @@ def run_script(path: str, args=(), module: str = None) -> int:
     sys.argv = [path, *args]
     sys.path.insert(0, os.getcwd() if module else os.path.dirname(path))
     try:
-        with _environment_defaults(_script_environment(tf1)), active(graph_mode=tf1, tf1=tf1), _npurun_log():
+        with _environment_defaults(_script_environment()), active(graph_mode=tf1, tf1=tf1), _npurun_log():
             if module:
                 runpy.run_module(module, run_name="__main__", alter_sys=True)
             else:
@@ -140,12 +140,14 @@ def run_script(path: str, args=(), module: str = None) -> int:
     return 0
 
 
-def _script_environment(tf1: bool) -> dict:
+def _script_environment() -> dict:
     """Environment variables a script run here gets when they are not set already."""
     defaults = {}
-    # tf.keras as TensorFlow 1 scripts knew it (Keras 2, from tf-keras; Keras 3 has no graph mode). Read when
-    # a script first uses tf.keras: the whole process is the script's here. An explicit setting is kept.
-    if tf1 and "TF_USE_LEGACY_KERAS" not in os.environ:
+    # tf.keras as the scripts run here knew it: Keras 2, from tf-keras. TensorFlow 1 scripts had nothing else, and
+    # tf.estimator code is TensorFlow <= 2.15 code, whose tf.keras was Keras 2 (layer names counted per graph,
+    # updates and regularisation losses in graph collections). Read when a script first uses tf.keras: the whole
+    # process is the script's here. An explicit setting is kept.
+    if "TF_USE_LEGACY_KERAS" not in os.environ:
         defaults["TF_USE_LEGACY_KERAS"] = "1"
     # Ascend's 1-device launch scripts export RANK_SIZE=1 / RANK_ID=0 and many scripts read them bare
     # (`int(os.getenv('RANK_SIZE'))`: 63 ModelZoo folders). With no rank environment at all, a run is

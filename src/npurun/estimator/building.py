@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
-from . import checkpoints, scaffolds, tf_conformance
+from . import checkpoints, keras_names, scaffolds, tf_conformance
 from .inputs import call_with_accepted, fn_args
 from .spec import EstimatorSpec, ModeKeys
 
@@ -152,7 +152,8 @@ def call_model_fn(model_fn, features, labels, mode, params, config) -> Estimator
         raise ValueError("model_fn does not take labels, but input_fn returns labels (model_fn has no `labels` "
                          "argument)")
     available = {"features": features, "labels": labels, "mode": mode, "params": params, "config": config}
-    spec = call_with_accepted(model_fn, available, "model_fn")
+    with keras_names.per_graph():  # `Dense` is `dense` in every mode's graph, as the checkpoint has it
+        spec = call_with_accepted(model_fn, available, "model_fn")
     if not isinstance(spec, EstimatorSpec):
         raise ModelFnError(f"model_fn should return an EstimatorSpec (or NPUEstimatorSpec); got "
                            f"{type(spec).__name__}")
