@@ -15,7 +15,8 @@ Rules:
 - Except where the run deadline is hccl_timeout's (`run_deadline=True`): on a rank of a
   collective job, `cluster.configure` enforces hccl_timeout as the session's
   `operation_timeout_in_ms` (the collective ops carry no timeout of their own, see collectives.py),
-  so there TensorFlow's "Operation timed out" DeadlineExceededError is a collective failure too.
+  so there TensorFlow's DeadlineExceededError of a run past it ("Operation timed out", in process
+  "Timed out waiting for notification") is a collective failure too.
   `explained(config)` assumes so for an NPURunConfig (or its options) of a collective job without
   op_wait_timeout (which, when set, is the run deadline instead).
 - The message starts `rank R of N: ` and always names `hccl_timeout=T s` (the timeout in force:
@@ -67,6 +68,10 @@ _PEER_ERRORS = frozenset({"DeadlineExceededError", "UnavailableError", "AbortedE
 _MARKERS = ("Collective", "collective", "RecvBuf", "GetStepSequence", "Socket closed", "failed to connect")
 
 
+# What a session run past `operation_timeout_in_ms` says: the gRPC session, the in-process one.
+_RUN_DEADLINE_TEXTS = ("Operation timed out", "Timed out waiting for notification")
+
+
 def _class_names(error: BaseException) -> set:
     return {cls.__name__ for cls in type(error).__mro__}
 
@@ -80,7 +85,8 @@ def is_peer_failure(error: BaseException, run_deadline: bool = False) -> bool:
     """Whether `error` is TensorFlow reporting a collective that lost a peer (see the module rules)."""
     if not _class_names(error) & _PEER_ERRORS:
         return False
-    if run_deadline and "DeadlineExceededError" in _class_names(error) and "Operation timed out" in str(error):
+    if run_deadline and "DeadlineExceededError" in _class_names(error) and \
+            any(text in str(error) for text in _RUN_DEADLINE_TEXTS):
         return True
     return _from_collective_op(error) or any(marker in str(error) for marker in _MARKERS)
 
@@ -128,7 +134,7 @@ def tf_reason(error: BaseException) -> str:
             return line
         if "failed to connect" in line or "Socket closed" in line or "RecvBuf" in line:
             return line
-        if line.startswith("Operation timed out"):  # the run deadline (cluster.configure)
+        if line.startswith(_RUN_DEADLINE_TEXTS):  # the run deadline (cluster.configure)
             return line
     for before, line in zip(lines, lines[1:]):
         if before.startswith("Node: ") and line:  # graph-mode text: the reason follows the node's name
