@@ -103,3 +103,17 @@ def test_hccl_timeout_is_the_run_deadline_not_an_op_timeout(monkeypatch):
         # each op has its own instance key, in creation order
         keys = [int(tf.get_static_value(op.op.inputs[3])) for op in (default, seven, from_env)]
         assert keys == sorted(keys) and len(set(keys)) == 3
+
+
+def test_collective_steps_leave_no_threads_behind(out):
+    # A positive op timeout made TensorFlow keep two threads per collective op run alive for the
+    # whole timeout (1800 s): +500 threads over these 250 steps, 4,100 after 2,000 (collectives.py).
+    results = run_ranks("thread_count.py", 2, out, timeout=60, extra={"all": {"STEPS": "300", "WARMUP": "50"}})
+    assert_ok(results)
+    got = [r.results(out) for r in results]
+    for rank in got:
+        counts = rank["threads"]
+        assert counts["300"] - counts["50"] < 25, counts  # 250 gradient all-reduces: no thread per run
+        assert rank["deadline_ms"] == 1800 * 1000  # hccl_timeout still bounds every run
+    assert got[0]["weights"] == got[1]["weights"]  # the same averaged updates on both ranks
+    assert got[0]["weights"] != [0.0, 0.0]
