@@ -144,7 +144,8 @@ def configure(config=None, layout: Optional[Layout] = None, runs_per_step: int =
     hccl_timeout is enforced here, per session run, not per collective op: `operation_timeout_in_ms`
     = hccl_timeout x `runs_per_step` (the collective steps one run holds: iterations_per_loop), unless
     `config` sets its own (op_wait_timeout). TensorFlow's per-op `timeout_seconds` would start two
-    detached threads per collective op run, each sleeping the whole timeout (see collectives.py). The run deadline cancels a run whose collective waits for a lost peer (DeadlineExceeded,
+    detached threads per collective op run, each sleeping the whole timeout (see collectives.py).
+    The run deadline cancels a run whose collective waits for a lost peer (DeadlineExceeded,
     explained as CollectiveTimeoutError by `errors`), with no thread per run.
     """
     import tensorflow as tf
@@ -252,9 +253,14 @@ def run_barrier(session, op, layout: Optional[Layout] = None, timeout: Optional[
     timeout = settings.startup_timeout() if timeout is None else timeout
     outcome: dict = {}
 
+    import tensorflow as tf
+
+    # The barrier's bound is the start-up timeout, not the session's run deadline (hccl_timeout).
+    options = tf.compat.v1.RunOptions(timeout_in_ms=int((timeout + 1.0) * 1000))
+
     def run():
         try:
-            session.run(op)
+            session.run(op, options=options)
             outcome["ok"] = True
         except BaseException as err:  # reported in the calling thread
             outcome["error"] = err
