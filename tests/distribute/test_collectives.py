@@ -73,10 +73,12 @@ def test_argument_rules(monkeypatch, call, message):
             call(hccl_ops, tf.zeros([3, 2]))
 
 
-def test_ops_carry_hccl_timeout(monkeypatch):
+def test_hccl_timeout_is_the_run_deadline_not_an_op_timeout(monkeypatch):
+    # A positive op timeout costs two TensorFlow threads per op run for the whole timeout
+    # (collectives.py); hccl_timeout bounds the run instead (cluster.configure).
     import tensorflow as tf
 
-    from npurun.distribute import hccl_ops, settings
+    from npurun.distribute import cluster, hccl_ops, settings
 
     monkeypatch.delenv("TF_CONFIG", raising=False)
     monkeypatch.setenv("RANK_ID", "0")
@@ -86,12 +88,32 @@ def test_ops_carry_hccl_timeout(monkeypatch):
         default = hccl_ops.allreduce(tf.zeros([2]), "sum")
         with settings.use(hccl_timeout=7):
             seven = hccl_ops.allreduce(tf.zeros([2]), "sum")
+            assert cluster.configure().operation_timeout_in_ms == 7000
+            assert cluster.configure(runs_per_step=10).operation_timeout_in_ms == 70000  # a device loop
+            mine = tf.compat.v1.ConfigProto(operation_timeout_in_ms=1234)  # op_wait_timeout's: kept
+            assert cluster.configure(mine).operation_timeout_in_ms == 1234
+        assert cluster.configure().operation_timeout_in_ms == 1800 * 1000
+        explicit = hccl_ops.allreduce(tf.zeros([2]), "sum", timeout=5)
         monkeypatch.setenv("HCCL_EXEC_TIMEOUT", "99")
         from_env = hccl_ops.allgather(tf.zeros([2]), 2)
-        assert default.op.get_attr("timeout_seconds") == 1800.0
-        assert seven.op.get_attr("timeout_seconds") == 7.0
-        assert from_env.op.get_attr("timeout_seconds") == 99.0
+        assert cluster.configure().operation_timeout_in_ms == 99 * 1000
+        assert [op.op.get_attr("timeout_seconds") for op in (default, seven, from_env)] == [0.0] * 3
+        assert explicit.op.get_attr("timeout_seconds") == 5.0  # asked for: TensorFlow's own op timeout
         assert default.op.get_attr("communication_hint") == b"ring"  # CPU-only machine
         # each op has its own instance key, in creation order
         keys = [int(tf.get_static_value(op.op.inputs[3])) for op in (default, seven, from_env)]
         assert keys == sorted(keys) and len(set(keys)) == 3
+
+
+def test_collective_steps_leave_no_threads_behind(out):
+    # A positive op timeout made TensorFlow keep two threads per collective op run alive for the
+    # whole timeout (1800 s): +500 threads over these 250 steps, 4,100 after 2,000 (collectives.py).
+    results = run_ranks("thread_count.py", 2, out, timeout=60, extra={"all": {"STEPS": "300", "WARMUP": "50"}})
+    assert_ok(results)
+    got = [r.results(out) for r in results]
+    for rank in got:
+        counts = rank["threads"]
+        assert counts["300"] - counts["50"] < 25, counts  # 250 gradient all-reduces: no thread per run
+        assert rank["deadline_ms"] == 1800 * 1000  # hccl_timeout still bounds every run
+    assert got[0]["weights"] == got[1]["weights"]  # the same averaged updates on both ranks
+    assert got[0]["weights"] != [0.0, 0.0]

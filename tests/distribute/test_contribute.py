@@ -111,17 +111,23 @@ def grads_graph():
 
 def test_hccl_timeout_and_hcom_parallel_reach_the_graph(servers, monkeypatch):
     two_ranks(monkeypatch, index=0)
-    build_plan(NPURunConfig(hccl_timeout=7, hcom_parallel=True).options, "train")
+    plan = build_plan(NPURunConfig(hccl_timeout=7, hcom_parallel=True).options, "train")
     graph = grads_graph()
     reduces = [op for op in graph.get_operations() if op.type == "CollectiveReduceV2"]
     assert len(reduces) == 3  # one per gradient
-    assert {op.get_attr("timeout_seconds") for op in reduces} == {7.0}
-    build_plan(NPURunConfig(hcom_parallel=False).options, "train")
+    # hccl_timeout is the run deadline of the rank's sessions; the ops carry none (no thread per run)
+    assert plan.config_proto.operation_timeout_in_ms == 7000
+    assert {op.get_attr("timeout_seconds") for op in reduces} == {0.0}
+    plan = build_plan(NPURunConfig(hcom_parallel=False).options, "train")
     graph = grads_graph()
     assert collective_count(graph) == 1  # one grouped all-reduce
     # hccl_timeout unset: HCCL_EXEC_TIMEOUT, else HCCL's default 1800 s
-    assert {op.get_attr("timeout_seconds") for op in graph.get_operations() if op.type == "CollectiveReduceV2"} \
-        == {1800.0}
+    assert plan.config_proto.operation_timeout_in_ms == 1800 * 1000
+    # a device loop of 5 collective steps per run: 5 x hccl_timeout; op_wait_timeout, when set, is the deadline
+    assert build_plan(NPURunConfig(hccl_timeout=7, iterations_per_loop=5).options,
+                      "train").config_proto.operation_timeout_in_ms == 35000
+    assert build_plan(NPURunConfig(hccl_timeout=7, op_wait_timeout=3).options,
+                      "train").config_proto.operation_timeout_in_ms == 3000
 
 
 def test_is_tailing_optimization_must_match_npu_optimizer(servers):

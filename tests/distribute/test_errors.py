@@ -1,7 +1,7 @@
 """Collective failures become CollectiveTimeoutError naming rank, rank size and hccl_timeout; other
 errors pass unchanged. One process: a collective of group size 2 whose peer never comes times out
-for real after its 1 s timeout (each test uses a new session: a timed-out collective aborts only
-its own session's collectives)."""
+for real after hccl_timeout=1 s, the run deadline `cluster.configure` gives the session (each test
+uses a new session: a timed-out collective aborts only its own session's collectives)."""
 import time
 
 import pytest
@@ -31,9 +31,18 @@ def lonely_allreduce(timeout=1):
     return graph, total
 
 
+def deadline_config(timeout=1):
+    """The session config of a collective rank: hccl_timeout as its run deadline."""
+    with settings.use(hccl_timeout=timeout):
+        config = cluster.configure()
+    assert config.operation_timeout_in_ms == timeout * 1000
+    del config.device_filters[:]  # an in-process session: its task is localhost
+    return config
+
+
 def test_a_timed_out_collective_names_rank_size_and_hccl_timeout(rank0_of_2):
     graph, total = lonely_allreduce()
-    with v1.Session(graph=graph) as session:
+    with v1.Session(graph=graph, config=deadline_config()) as session:
         started = time.monotonic()
         with pytest.raises(CollectiveTimeoutError) as caught:
             with errors.explained(NPURunConfig(hccl_timeout=1)):
@@ -41,9 +50,8 @@ def test_a_timed_out_collective_names_rank_size_and_hccl_timeout(rank0_of_2):
         assert time.monotonic() - started < 1 + 5
         error = caught.value
         assert str(error).startswith("rank 0 of 2: a collective operation did not complete within hccl_timeout=1 s: ")
-        assert "Collective has timed out" in str(error)  # TensorFlow's own reason line
+        assert str(error).endswith("TensorFlow (DeadlineExceededError): Timed out waiting for notification")
         assert isinstance(error.__cause__, tf.errors.DeadlineExceededError)
-        assert error.__cause__.op is not None and error.__cause__.op.type == "CollectiveReduceV2"
         assert (error.rank_id, error.rank_size, error.timeout) == (0, 2, 1)
         # the session's next collective is aborted by the first failure: explained as well
         with pytest.raises(CollectiveTimeoutError, match=r"^rank 0 of 2: .*hccl_timeout=1 s"):
@@ -54,7 +62,8 @@ def test_a_timed_out_collective_names_rank_size_and_hccl_timeout(rank0_of_2):
 def test_distributed_session_explains_its_runs(rank0_of_2):
     graph, total = lonely_allreduce()
     session_type = cluster.session_class()
-    with session_type("", graph=graph, settings=settings.DistributeSettings(hccl_timeout=1)) as session:
+    with session_type("", graph=graph, config=deadline_config(), settings=settings.DistributeSettings(hccl_timeout=1),
+                      run_deadline=True) as session:
         assert isinstance(session, v1.Session)
         with pytest.raises(CollectiveTimeoutError, match=r"^rank 0 of 2: .*hccl_timeout=1 s") as caught:
             session.run(total)
@@ -135,6 +144,26 @@ def test_the_timeout_named_follows_the_source(rank0_of_2, monkeypatch):
     with pytest.raises(TypeError, match="explained"):
         with errors.explained(42):
             pass
+
+
+def test_a_run_deadline_counts_where_it_is_hccl_timeouts(rank0_of_2, monkeypatch):
+    timed_out = peer_error(tf.errors.DeadlineExceededError, "Graph execution error:\n\nOperation timed out.")
+
+    def explained_by(source, **kwargs):
+        try:
+            with errors.explained(source, **kwargs):
+                raise timed_out
+        except Exception as error:  # noqa: BLE001 - the test inspects what came out
+            return error
+
+    assert isinstance(explained_by(NPURunConfig(hccl_timeout=3)), CollectiveTimeoutError)  # configure's deadline
+    assert isinstance(explained_by(None, run_deadline=True), CollectiveTimeoutError)  # a DistributedSession's
+    assert explained_by(NPURunConfig(op_wait_timeout=3)) is timed_out  # the user's own run deadline
+    assert explained_by(None) is timed_out
+    in_process = peer_error(tf.errors.DeadlineExceededError, "Timed out waiting for notification")
+    assert isinstance(errors.explain(in_process, 0, 2, 3, run_deadline=True), CollectiveTimeoutError)
+    monkeypatch.setenv("RANK_SIZE", "1")
+    assert explained_by(NPURunConfig(hccl_timeout=3)) is timed_out  # one rank: no collectives
 
 
 def test_nested_blocks_explain_once(rank0_of_2):

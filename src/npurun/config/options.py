@@ -319,7 +319,9 @@ _OPTIONS = (
     Option("hccl_timeout", None, integer(lo=1), EFFECT, codec=_i("hccl_timeout"),
            rule="an int of seconds > 0, or None",
            doc="Timeout of collective operations.",
-           mechanism="timeout of TensorFlow collective ops: a dead peer is an error after this long"),
+           mechanism="run deadline of a collective rank's sessions (ConfigProto.operation_timeout_in_ms = "
+                     "hccl_timeout x iterations_per_loop, unless op_wait_timeout is set): a dead peer is an "
+                     "error after this long; not a per-op timeout, which costs TensorFlow 2 threads per op run"),
     Option("op_wait_timeout", None, integer(lo=1), EFFECT, codec=_i("op_wait_timeout"),
            rule="an int of seconds > 0, or None",
            doc="Timeout for blocking operations.",

@@ -138,8 +138,16 @@ _server = None
 _server_layout: Optional[Layout] = None
 
 
-def configure(config=None, layout: Optional[Layout] = None):
-    """A copy of `config` (or a new ConfigProto) set up for collectives among the ranks of `layout`."""
+def configure(config=None, layout: Optional[Layout] = None, runs_per_step: int = 1):
+    """A copy of `config` (or a new ConfigProto) set up for collectives among the ranks of `layout`.
+
+    hccl_timeout is enforced here, per session run, not per collective op: `operation_timeout_in_ms`
+    = hccl_timeout x `runs_per_step` (the collective steps one run holds: iterations_per_loop), unless
+    `config` sets its own (op_wait_timeout). TensorFlow's per-op `timeout_seconds` would start two
+    detached threads per collective op run, each sleeping the whole timeout (see collectives.py).
+    The run deadline cancels a run whose collective waits for a lost peer (DeadlineExceeded,
+    explained as CollectiveTimeoutError by `errors`), with no thread per run.
+    """
     import tensorflow as tf
 
     layout = layout or read_layout()
@@ -156,6 +164,8 @@ def configure(config=None, layout: Optional[Layout] = None):
         proto.device_filters.append("/job:ps")
     if tf.config.list_physical_devices("GPU"):
         proto.experimental.collective_nccl = True
+    if (layout.rank_size or 0) > 1 and not layout.cluster.get("ps") and not proto.operation_timeout_in_ms:
+        proto.operation_timeout_in_ms = int(settings.collective_timeout() * 1000 * max(1, int(runs_per_step)))
     return proto
 
 
@@ -243,9 +253,14 @@ def run_barrier(session, op, layout: Optional[Layout] = None, timeout: Optional[
     timeout = settings.startup_timeout() if timeout is None else timeout
     outcome: dict = {}
 
+    import tensorflow as tf
+
+    # The barrier's bound is the start-up timeout, not the session's run deadline (hccl_timeout).
+    options = tf.compat.v1.RunOptions(timeout_in_ms=int((timeout + 1.0) * 1000))
+
     def run():
         try:
-            session.run(op)
+            session.run(op, options=options)
             outcome["ok"] = True
         except BaseException as err:  # reported in the calling thread
             outcome["error"] = err
@@ -276,8 +291,10 @@ def session_class():
     """`DistributedSession`: a tf.compat.v1.Session whose `run` raises a collective that lost a peer
     as `CollectiveTimeoutError` naming this rank, the rank size and hccl_timeout (`errors.explained`).
 
-    `DistributedSession(target, graph, config, settings=None)`: `settings` (a DistributeSettings,
-    default the current ones when the session is created) gives the hccl_timeout named.
+    `DistributedSession(target, graph, config, settings=None, run_deadline=False)`: `settings` (a
+    DistributeSettings, default the current ones when the session is created) gives the hccl_timeout
+    named; `run_deadline`: `config.operation_timeout_in_ms` is hccl_timeout's (`configure` set it),
+    so a run that times out is a collective failure too.
     """
     global _session_class
     if _session_class is None:
@@ -288,12 +305,13 @@ def session_class():
         class DistributedSession(tf.compat.v1.Session):
             __doc__ = session_class.__doc__
 
-            def __init__(self, target="", graph=None, config=None, settings=None):
+            def __init__(self, target="", graph=None, config=None, settings=None, run_deadline=False):
                 super().__init__(target, graph=graph, config=config)
                 self.settings = settings if settings is not None else settings_mod.current()
+                self.run_deadline = bool(run_deadline)
 
             def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-                with explained(self.settings):
+                with explained(self.settings, self.run_deadline):
                     return super().run(fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata)
 
         _session_class = DistributedSession
@@ -316,13 +334,15 @@ def create_session(config=None, graph=None, timeout: Optional[float] = None):
     if not is_distributed(layout):
         return session_type(graph=graph, config=config)
     proto = configure(config, layout)
+    # configure's hccl_timeout run deadline, unless `config` brought its own operation_timeout_in_ms
+    deadline = bool(proto.operation_timeout_in_ms) and not (config is not None and config.operation_timeout_in_ms)
     server = ensure_server(proto, layout)
     wait_for_peers(layout, timeout)
     graph = graph or tf.compat.v1.get_default_graph()
     if layout.rank_id is None:
-        return session_type(server.target, graph=graph, config=proto)
+        return session_type(server.target, graph=graph, config=proto, run_deadline=deadline)
     with graph.as_default():
         op = barrier_op(int(timeout) if timeout else None)
-    session = session_type(server.target, graph=graph, config=proto)
+    session = session_type(server.target, graph=graph, config=proto, run_deadline=deadline)
     run_barrier(session, op, layout, timeout)
     return session

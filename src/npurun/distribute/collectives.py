@@ -12,8 +12,14 @@ Mechanism: TensorFlow's v2 collective ops (CollectiveReduceV2, CollectiveGatherV
 CollectiveBcastSendV2 / CollectiveBcastRecvV2) over the gRPC runtime: ring on CPU, NCCL for GPU
 tensors (the GPU path is untested here: the project's machines have no GPU). Reduce-scatter is
 CollectiveReduceScatterV2 for GPU tensors and an all-reduce plus a slice otherwise (TensorFlow has
-no ring reduce-scatter). Every op carries `timeout_seconds` = hccl_timeout (see `settings`): a
-dead peer gives DeadlineExceededError (or UnavailableError) after at most that long, never a hang.
+no ring reduce-scatter). hccl_timeout (see `settings`) bounds each session run that holds
+collectives (`cluster.configure`: the session's operation_timeout_in_ms): a dead peer gives
+DeadlineExceededError (or UnavailableError) after at most that long, never a hang. The ops
+themselves carry `timeout_seconds=0` unless a call passes `timeout=`: on TensorFlow's runtime a
+positive op timeout starts two detached threads per op run (CompleteParamsAsync and ExecuteAsync
+each call Env::SchedClosureAfter, which on POSIX is a new thread that sleeps the whole timeout even
+when the op finished at once), so 1800 s at a few hundred steps/s would pile up hundreds of
+thousands of threads and crash the process.
 
 Rules:
 - `reduction` is one of sum, max, min, prod.
@@ -35,7 +41,7 @@ from typing import Optional
 import tensorflow as tf
 from tensorflow.python.ops import collective_ops
 
-from . import ranks, settings
+from . import ranks
 
 REDUCTIONS = {"sum": "Add", "max": "Max", "min": "Min", "prod": "Mul"}
 
@@ -80,7 +86,8 @@ def _group(group: str, rank_size: Optional[int] = None, op: str = "") -> tuple[i
 
 
 def _timeout(timeout) -> float:
-    return float(timeout if timeout is not None else settings.collective_timeout())
+    # 0 = no TensorFlow watchdog thread per op run (see the module doc); hccl_timeout is the run deadline.
+    return float(timeout) if timeout is not None else 0.0
 
 
 def allreduce(tensor, reduction, fusion=1, fusion_id=-1, group=ranks.WORLD_GROUP, *, timeout=None):

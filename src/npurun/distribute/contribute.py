@@ -48,7 +48,8 @@ def contribute(options, mode, plan) -> None:
 
 
 def _collective_run(options, mode, plan, layout) -> None:
-    plan.config_proto.CopyFrom(cluster.configure(plan.config_proto, layout))
+    runs_per_step = int(options.get("iterations_per_loop") or 1)
+    plan.config_proto.CopyFrom(cluster.configure(plan.config_proto, layout, runs_per_step))
     plan.target = cluster.ensure_server(plan.config_proto, layout).target
     if mode != "train":
         return

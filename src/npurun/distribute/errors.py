@@ -12,6 +12,13 @@ Rules:
   ("Collective", "RecvBuf", "GetStepSequence", "Socket closed", "failed to connect"). Anything
   else (an OutOfRangeError, a DeadlineExceededError of `operation_timeout_in_ms`, a Python
   error) passes through unchanged, as the same object.
+- Except where the run deadline is hccl_timeout's (`run_deadline=True`): on a rank of a
+  collective job, `cluster.configure` enforces hccl_timeout as the session's
+  `operation_timeout_in_ms` (the collective ops carry no timeout of their own, see collectives.py),
+  so there TensorFlow's DeadlineExceededError of a run past it ("Operation timed out", in process
+  "Timed out waiting for notification") is a collective failure too.
+  `explained(config)` assumes so for an NPURunConfig (or its options) of a collective job without
+  op_wait_timeout (which, when set, is the run deadline instead).
 - The message starts `rank R of N: ` and always names `hccl_timeout=T s` (the timeout in force:
   the option, else HCCL_EXEC_TIMEOUT, else 1800 s), then what happened, the usual causes and
   TensorFlow's own reason line. The error has `rank_id`, `rank_size`, `timeout` attributes and the
@@ -61,6 +68,10 @@ _PEER_ERRORS = frozenset({"DeadlineExceededError", "UnavailableError", "AbortedE
 _MARKERS = ("Collective", "collective", "RecvBuf", "GetStepSequence", "Socket closed", "failed to connect")
 
 
+# What a session run past `operation_timeout_in_ms` says: the gRPC session, the in-process one.
+_RUN_DEADLINE_TEXTS = ("Operation timed out", "Timed out waiting for notification")
+
+
 def _class_names(error: BaseException) -> set:
     return {cls.__name__ for cls in type(error).__mro__}
 
@@ -70,10 +81,13 @@ def _from_collective_op(error: BaseException) -> bool:
     return bool(op is not None and str(getattr(op, "type", "")).startswith("Collective"))
 
 
-def is_peer_failure(error: BaseException) -> bool:
+def is_peer_failure(error: BaseException, run_deadline: bool = False) -> bool:
     """Whether `error` is TensorFlow reporting a collective that lost a peer (see the module rules)."""
     if not _class_names(error) & _PEER_ERRORS:
         return False
+    if run_deadline and "DeadlineExceededError" in _class_names(error) and \
+            any(text in str(error) for text in _RUN_DEADLINE_TEXTS):
+        return True
     return _from_collective_op(error) or any(marker in str(error) for marker in _MARKERS)
 
 
@@ -82,13 +96,14 @@ def _seconds(timeout) -> str:
 
 
 def explain(error: BaseException, rank_id: Optional[int] = None, rank_size: Optional[int] = None,
-            timeout: Optional[float] = None) -> BaseException:
+            timeout: Optional[float] = None, run_deadline: bool = False) -> BaseException:
     """A `CollectiveTimeoutError` for a collective that lost a peer (with `error` as its `__cause__`),
     else `error` itself.
 
     `timeout`: the hccl_timeout in force, in seconds (None: `settings.collective_timeout()`).
+    `run_deadline`: the session's run deadline is hccl_timeout's (see the module rules).
     """
-    if not is_peer_failure(error):
+    if not is_peer_failure(error, run_deadline):
         return error
     if timeout is None:
         timeout = _timeout_or_none(None)
@@ -118,6 +133,8 @@ def tf_reason(error: BaseException) -> str:
         if "ollective" in line and ("timed out" in line or "aborted" in line):
             return line
         if "failed to connect" in line or "Socket closed" in line or "RecvBuf" in line:
+            return line
+        if line.startswith(_RUN_DEADLINE_TEXTS):  # the run deadline (cluster.configure)
             return line
     for before, line in zip(lines, lines[1:]):
         if before.startswith("Node: ") and line:  # graph-mode text: the reason follows the node's name
@@ -153,22 +170,39 @@ def _rank() -> tuple:
         return None, None
 
 
+def _run_deadline_of(source: Any) -> bool:
+    """Whether sessions built for `source` (an NPURunConfig or its options) have hccl_timeout as
+    their run deadline: a collective job (more than one rank, no parameter servers) without
+    op_wait_timeout."""
+    options = source if isinstance(source, Mapping) else getattr(source, "options", None)
+    if not isinstance(options, Mapping) or options.get("op_wait_timeout") is not None:
+        return False
+    if options.get("distribute") is not None:
+        return False
+    rank_size = _rank()[1]
+    return bool(rank_size and rank_size > 1)
+
+
 @contextlib.contextmanager
-def explained(source: Any = None) -> Iterator[None]:
+def explained(source: Any = None, run_deadline: Optional[bool] = None) -> Iterator[None]:
     """Within the block, a TensorFlow error of a collective that lost a peer is raised as
     `CollectiveTimeoutError` (`from` the original); any other exception passes unchanged.
 
     `source` gives the hccl_timeout to name: an NPURunConfig, its options mapping, a
     `DistributeSettings`, or None for the current settings. The rank and rank size are read when
     the error happens. Nesting is harmless (an explained error is not explained again).
+    `run_deadline`: whether the session's run deadline is hccl_timeout's (None: from `source`, see
+    the module rules).
 
     Example: `with explained(config): estimator_loop()`.
     """
     timeout = _timeout_or_none(source)
+    if run_deadline is None:
+        run_deadline = _run_deadline_of(source)
     try:
         yield
     except Exception as error:
-        clear = explain(error, *_rank(), timeout)
+        clear = explain(error, *_rank(), timeout, run_deadline)
         if clear is error:
             raise
         raise clear from error

@@ -54,7 +54,9 @@ def broadcast_global_variables(root_rank=0, index=None, variables=None):
     with tf.name_scope("broadcast_global_variables"):
         for dtype, group in by_dtype.items():
             flat = tf.concat([tf.reshape(v.read_value() if hasattr(v, "read_value") else v, [-1]) for v in group], 0)
-            received = broadcast(flat, root_rank)
+            # Runs once per session: TensorFlow's own op timeout (two threads for its duration, see
+            # collectives.py) is affordable here, and bounds the broadcast whatever the session's config.
+            received = broadcast(flat, root_rank, timeout=settings.collective_timeout())
             sizes = [v.shape.num_elements() for v in group]
             for var, part in zip(group, tf.split(received, sizes, num=len(group))):
                 assigns.append(_v1.assign(var, tf.reshape(part, var.shape)))

@@ -42,7 +42,7 @@ from typing import Optional
 import tensorflow as tf
 from tensorflow.python.ops import collective_ops
 
-from . import collectives, ranks, settings
+from . import collectives, ranks
 
 _v1 = tf.compat.v1
 STOP_GROUP_KEY = collectives.BARRIER_GROUP_KEY - 1  # the world's ranks, under a key user groups never get
@@ -132,7 +132,7 @@ def for_collectives(timeout: Optional[float] = None) -> Optional[StopFlag]:
         agreed = collective_ops.all_reduce_v2(
             flag.read_value(), size, STOP_GROUP_KEY, collectives.next_instance_key(STOP_GROUP_KEY),
             merge_op="Max", final_op="Id", communication_hint=collectives._hint(),
-            timeout=float(timeout if timeout is not None else settings.collective_timeout()))
+            timeout=collectives._timeout(timeout))  # 0: hccl_timeout is the run deadline (collectives.py)
     return StopFlag(agreed, raise_op, signum, "own all-reduce", flag.initializer)
 
 
