@@ -21,8 +21,9 @@ def build():
         batch = iterator.get_next()
         total = v1.get_variable("total", [], initializer=v1.zeros_initializer())
         step = v1.train.get_or_create_global_step()
-        loss = tf.identity(batch * 10.0 + total, name="loss")  # uses the variable before this step's update
-        train_op = tf.group(total.assign_add(batch), step.assign_add(1))
+        loss = tf.identity(batch * 10.0 + total, name="loss")  # uses the variable before this step's update ...
+        with tf.control_dependencies([loss]):  # ... because the update waits for it, as a gradient step does
+            train_op = tf.group(total.assign_add(batch), step.assign_add(1))
         init = [v1.global_variables_initializer(), v1.local_variables_initializer(), iterator.initializer]
     return graph, init, batch, total, step, loss, train_op
 
