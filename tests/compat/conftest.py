@@ -21,6 +21,21 @@ def _never_leave_active():
 
 
 @pytest.fixture
+def single_process(monkeypatch):
+    """A single chief process: no cluster or rank environment from the machine running the tests."""
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    for name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def estimator_class():
+    """tf.estimator.Estimator as npurun's compatibility layer gives it (imported when a test needs it)."""
+    from npurun.compat.tf_estimator import Estimator
+
+    return Estimator
+
+
+@pytest.fixture
 def active():
     compat.activate()
     yield compat

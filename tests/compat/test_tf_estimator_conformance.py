@@ -9,23 +9,14 @@ import pytest
 import tensorflow as tf
 
 from npurun.compat.tf_estimator import RunConfig
+from .conftest import estimator_class as _estimator_class
 
 v1 = tf.compat.v1
 X = np.arange(24, dtype="float32").reshape(12, 2) / 24.0
 Y = np.ones(12, dtype="float32")
 
 
-@pytest.fixture(autouse=True)
-def _single_process(monkeypatch):
-    monkeypatch.delenv("TF_CONFIG", raising=False)
-    for name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def _estimator_class():
-    from npurun.compat.tf_estimator import Estimator
-
-    return Estimator
+pytestmark = pytest.mark.usefixtures("single_process")
 
 
 def input_fn():

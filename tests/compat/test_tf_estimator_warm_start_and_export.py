@@ -9,11 +9,7 @@ import tensorflow as tf
 v1 = tf.compat.v1
 
 
-@pytest.fixture(autouse=True)
-def _single_process(monkeypatch):
-    monkeypatch.delenv("TF_CONFIG", raising=False)
-    for name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("single_process")
 
 
 def _estimator(*args, **kwargs):

@@ -13,11 +13,7 @@ from npurun.compat.tf_estimator import RunConfig
 v1 = tf.compat.v1
 
 
-@pytest.fixture(autouse=True)
-def _single_process(monkeypatch):
-    monkeypatch.delenv("TF_CONFIG", raising=False)
-    for name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("single_process")
 
 
 def _set_tf_config(monkeypatch, cluster, task):
