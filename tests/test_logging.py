@@ -92,3 +92,24 @@ def test_failed_gpu_look_up_is_hidden_only_where_no_nvidia_device_exists(monkeyp
     monkeypatch.setattr(logs, "_has_nvidia_device", lambda: True)
     assert logs.keep_native_line(CUINIT, 1), "with a GPU device node the failure may explain a missing GPU"
     assert logs.keep_native_line(CUINIT.replace("failed call to cuInit", "some other failure"), 1)
+
+
+IMPORTS_THEN_PROBE = textwrap.dedent("""\
+    import os
+    from npurun import NPUEstimator  # npurun imports TensorFlow (without its banner)
+    import npurun.compat, npurun.debug, npurun.distribute, npurun.estimator, npurun.precision, npurun.runtime
+    os.environ["TF_XLA_FLAGS"] = "--tf_xla_disable_constant_folding=true"
+    from tensorflow.python.client import pywrap_tf_session as c_api
+    # True only if this is TensorFlow's first (and only) parse of TF_XLA_FLAGS in the process.
+    print("UNPARSED" if c_api.TF_GetXlaConstantFoldingDisabled() else "ALREADY PARSED")
+""")
+
+
+def test_importing_npurun_does_not_make_tensorflow_read_its_flags():
+    # Listing devices (tf.config.list_physical_devices) parses TF_XLA_FLAGS once per process; done
+    # at import, it came before npurun could set the compile cache folder there.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TF_", "NPURUN_"))}
+    done = subprocess.run([sys.executable, "-c", IMPORTS_THEN_PROBE], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "UNPARSED", done.stderr[-3000:]

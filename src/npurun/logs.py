@@ -106,12 +106,31 @@ def import_tensorflow():
         return tensorflow
     with _native_stderr_filtered(min_level):
         import tensorflow
-
-        if not _has_nvidia_device():
-            # Device discovery logs the failed GPU look-up once per process: let it happen here,
-            # where the line is filtered (discovery sets up no logical device or session).
-            tensorflow.config.list_physical_devices("GPU")
+    # No device listing here: listing devices makes TensorFlow read TF_XLA_FLAGS, once per process,
+    # before npurun's plan could set them (the compile cache folder); see `list_gpus`.
     return tensorflow
+
+
+_discovered = False  # TensorFlow's devices were listed through `list_gpus` in this process
+
+
+def list_gpus() -> list:
+    """`tf.config.list_physical_devices("GPU")`; the first call (TensorFlow's device discovery)
+    runs with the no-GPU cuInit line filtered, as the start-up banner is.
+
+    Discovery makes TensorFlow read TF_XLA_FLAGS (once per process), so nothing calls this at
+    import: the session plan calls it after the compile cache contributor has set its flags.
+    """
+    global _discovered
+    tensorflow = import_tensorflow()
+    min_level = native_min_level()
+    if _discovered or min_level <= 0 or _has_nvidia_device():
+        _discovered = True
+        return tensorflow.config.list_physical_devices("GPU")
+    with _native_stderr_filtered(min_level):
+        gpus = tensorflow.config.list_physical_devices("GPU")
+    _discovered = True
+    return gpus
 
 
 class _native_stderr_filtered:

@@ -74,3 +74,49 @@ def test_too_late_in_this_process_is_a_clear_warning(tmp_path):
                                  op_compiler_cache_dir=str(tmp_path)), placeholder_step):
             pass
     assert (tmp_path / "kernel_cache").is_dir()  # created all the same
+
+
+USER_SCRIPT = """\
+import sys
+from npurun import EstimatorSpec, NPUEstimator, NPURunConfig
+import numpy as np
+import tensorflow as tf
+
+v1 = tf.compat.v1
+
+
+def input_fn():
+    x = np.linspace(0, 1, 32, dtype=np.float32).reshape(16, 2)
+    return tf.data.Dataset.from_tensor_slices((x, x.sum(axis=1, keepdims=True))).repeat().batch(4)
+
+
+def model_fn(features, labels, mode):
+    loss = tf.reduce_mean(tf.square(tf.matmul(features, v1.get_variable("w", [2, 1])) - labels))
+    step = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=v1.train.get_global_step())
+    return EstimatorSpec(mode, loss=loss, train_op=step)
+
+
+config = NPURunConfig(model_dir=sys.argv[1], jit_compile="true", op_compiler_cache_mode="enable",
+                      op_compiler_cache_dir=sys.argv[2])
+NPUEstimator(model_fn, config=config).train(input_fn, max_steps=2)
+print("trained")
+"""
+
+
+@pytest.mark.slow
+def test_cache_works_in_a_users_fresh_process(tmp_path):
+    # `python script.py` as a user runs it, npurun imported first (it imports TensorFlow): none of the test run's TF_* / NPURUN_* settings (the
+    # fixture-made processes above set TF_CPP_MIN_LOG_LEVEL=0, which hid the import-time device
+    # listing that made TensorFlow read TF_XLA_FLAGS before npurun set the cache folder).
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.py"
+    script.write_text(USER_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TF_", "NPURUN_", "XLA_"))}
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "model"), str(tmp_path / "cache")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "trained" in done.stdout
+    assert "already read TF_XLA_FLAGS" not in done.stderr, done.stderr[-4000:]
+    assert entries(tmp_path / "cache" / "kernel_cache"), done.stderr[-4000:]

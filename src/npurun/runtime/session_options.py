@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import os
 
-import tensorflow as tf
-
+from .. import logs
 from .plan import Options, SessionPlan
 
 
@@ -22,7 +21,8 @@ def resolve_device_id(options: Options) -> int | None:
 
 def contribute(options: Options, mode: str, plan: SessionPlan) -> None:
     device_id = resolve_device_id(options)
-    gpus = tf.config.list_physical_devices("GPU")
+    # The plan's first device listing (TensorFlow's discovery), after compile_cache set TF_XLA_FLAGS.
+    gpus = logs.list_gpus()
     if device_id is not None:
         if gpus:
             if device_id >= len(gpus):
