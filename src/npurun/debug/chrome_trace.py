@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from .. import safe_files
 from .step_stats import NodeRun
 
 
@@ -30,5 +31,5 @@ def chrome_trace(runs: list[NodeRun], step: int, span: int = 1) -> dict:
 
 
 def write_chrome_trace(path: str, trace: dict) -> None:
-    with open(path, "w", encoding="utf-8") as out:
+    with safe_files.replacing(path, "w", "task trace file") as out:
         json.dump(trace, out)

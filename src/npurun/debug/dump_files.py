@@ -13,6 +13,8 @@ Layout (rules):
 - Tensors are `.npy` files under `step_<step>/` (or `<kind>/` when there is no step), with the
   op name's `/` scopes as directories: `step_5/dense/MatMul.output.0.npy`. dtypes NumPy cannot
   store (bfloat16, float8) are widened to float32; `dtype` keeps the original name.
+- Nothing is written through a symbolic link (`npurun.safe_files`): a link planted under the
+  index's, a folder's or a tensor file's name is refused with an error naming it.
 
 Standard library and NumPy only (the CLI reads dumps without importing TensorFlow).
 """
@@ -27,6 +29,7 @@ from typing import Iterator
 
 import numpy as np
 
+from .. import safe_files
 from .stats import plain_array, tensor_stats
 
 INDEX_NAME = "index.jsonl"
@@ -74,7 +77,7 @@ class DumpWriter:
         if self.path is None:
             self.path = new_run_dir(self._root, self._prefix)
         if self._index is None:
-            self._index = open(os.path.join(self.path, INDEX_NAME), "a", encoding="utf-8")
+            self._index = safe_files.open_append(os.path.join(self.path, INDEX_NAME), "dump index")
 
     def write(self, *, kind: str, step: int | None, op: str, op_type: str, io: str, slot: int,
               tensor: str, value, data: str = "tensor", order: int | None = None, **extra) -> dict:
@@ -88,8 +91,9 @@ class DumpWriter:
         if data == "tensor" and array.dtype.kind != "O":  # an object array np.save cannot store: stats only
             relative = tensor_file(step, kind, op, io, slot)
             target = os.path.join(self.path, relative)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            np.save(target, array, allow_pickle=False)
+            safe_files.make_dirs_under(self.path, os.path.dirname(relative), "dump folder")
+            with safe_files.replacing(target, "wb", "dump file") as handle:
+                np.save(handle, array, allow_pickle=False)
             record["file"] = relative
         self._index.write(json.dumps(record, sort_keys=True) + "\n")
         self._index.flush()

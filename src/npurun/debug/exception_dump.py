@@ -38,6 +38,7 @@ import traceback
 
 import tensorflow as tf
 
+from .. import safe_files
 from .dump_files import DumpWriter, new_run_dir
 from .graph_scan import fed_tensors, is_fetchable
 
@@ -88,7 +89,8 @@ def _why_not_recomputable(graph, tensor, fed: set) -> str | None:
 def write_exception_dump(error: tf.errors.OpError, session, feed_dict=None, mode: str = "run",
                          root: str | None = None) -> str:
     """Write the dump for `error` (see the module rules) and return its directory."""
-    path = new_run_dir(os.path.join(root or os.getcwd(), DIRECTORY), mode)
+    folder = safe_files.make_dir(os.path.join(root or os.getcwd(), DIRECTORY), "exception dump folder")
+    path = new_run_dir(folder, mode)
     op = error.op or _op_named_in_message(error, session)
     node = error.node_def
     info = {"mode": mode, "error": type(error).__name__, "code": error.error_code, "message": error.message,
@@ -102,7 +104,7 @@ def write_exception_dump(error: tf.errors.OpError, session, feed_dict=None, mode
             info["inputs"] = _dump_inputs(op, _raw_session(session), feed_dict, writer)
         finally:
             writer.close()
-    with open(os.path.join(path, "error.json"), "w", encoding="utf-8") as out:
+    with safe_files.replacing(os.path.join(path, "error.json"), "w", "exception dump file") as out:
         json.dump(info, out, indent=2, sort_keys=True)
     return path
 

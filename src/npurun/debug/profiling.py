@@ -22,6 +22,7 @@ import os
 
 import tensorflow as tf
 
+from .. import safe_files
 from .chrome_trace import chrome_trace, write_chrome_trace
 from .dump_files import new_run_dir
 from .step_stats import node_runs, trace_options
@@ -67,7 +68,7 @@ class ProfilingHook(tf.compat.v1.train.SessionRunHook):
         if self._training_trace:
             self._write_training_trace(runs, step, span)
         if self._task_trace:
-            os.makedirs(os.path.join(self.path, "task_trace"), exist_ok=True)
+            safe_files.make_dirs_under(self.path, "task_trace", "profiling folder")
             write_chrome_trace(os.path.join(self.path, "task_trace", f"step_{step}.json"),
                                chrome_trace(runs, step, span))
             self._tensorboard().add_run_metadata(metadata, f"step_{step}", global_step=step)
@@ -85,10 +86,9 @@ class ProfilingHook(tf.compat.v1.train.SessionRunHook):
                         "graph (see the task trace for runtime names); using the iteration's first/last op",
                         point)
         path = os.path.join(self.path, "training_trace.csv")
-        new = not os.path.exists(path)
-        with open(path, "a", newline="", encoding="utf-8") as out:
+        with safe_files.open_append(path, "training trace file", newline="") as out:
             writer = csv.DictWriter(out, fieldnames=COLUMNS)
-            if new:
+            if out.tell() == 0:  # a new file
                 writer.writeheader()
             writer.writerows(row.row() for row in rows)
 

@@ -19,6 +19,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
+from .. import safe_files
+
 logger = logging.getLogger("npurun")
 
 PREFIX = "model.ckpt"
@@ -314,17 +316,12 @@ def state_file_text(paths: Sequence[str], timestamps: Sequence[float], last_pres
 
 def write_state_file(model_dir: str, paths: Sequence[str], timestamps: Sequence[float],
                      last_preserved: float) -> None:
-    """Replace the state file atomically (write a temporary file, rename it over the old one). Not
+    """Replace the state file atomically (write a private temporary file, rename it over the old one). Not
     fsynced: TensorFlow does not fsync the checkpoint data either, so this protects against a
     killed process, not a power cut."""
-    path = os.path.join(model_dir, STATE_FILE)
-    temporary = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(temporary, "w") as state:
-            state.write(state_file_text(paths, timestamps, last_preserved))
-        os.replace(temporary, path)
-    except BaseException:
-        remove_quietly(temporary)
-        raise
+    # A private temporary name (not a guessable one a link could be planted under); a link planted
+    # as the state file itself is refused, naming it.
+    safe_files.write_text(os.path.join(model_dir, STATE_FILE), state_file_text(paths, timestamps, last_preserved),
+                          "checkpoint state file")
 
 

@@ -45,6 +45,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
+from .. import safe_files
 from .checkpoint_files import (PREFIX, STATE_FILE, candidates, checkpoint_step, data_files,  # noqa: F401
                                first_line, has_files, is_readable, mtime, pinned, read_state, remove_quietly,
                                relists, remove_stale_pins, warn_incomplete, why_unreadable, write_state_file)
@@ -130,11 +131,8 @@ def mark_finished(model_dir: str, step: int) -> None:
     that fails (a full disk), the checkpoint is already complete: a warning, not an error."""
     path = os.path.join(model_dir, FINISHED_FILE)
     try:
-        with open(path + ".tmp", "w") as marker:
-            marker.write(f"{step}\n")
-        os.replace(path + ".tmp", path)
-    except OSError as err:
-        remove_quietly(path + ".tmp")
+        safe_files.write_text(path, f"{step}\n", "training-finished marker")
+    except OSError as err:  # a planted link too (PlantedLinkError, naming it): nothing written through it
         logger.warning("Could not record in %s that training ended at step %d (%s); the next train() call will "
                        "continue the input where this one stopped instead of from its start", path, step, err)
 

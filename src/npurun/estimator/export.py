@@ -297,8 +297,16 @@ def _tree_bytes(path) -> int:
 
 
 def _new_export_dirs(base):
+    """(export dir, temporary dir): the temporary one is created here, exclusively (a name taken by
+    anything, a planted link included, is skipped), so the SavedModel is never written through a link."""
     os.makedirs(base, exist_ok=True)
     stamp = int(time.time())
-    while os.path.exists(os.path.join(base, str(stamp))) or os.path.exists(os.path.join(base, f"temp-{stamp}")):
+    while True:
+        final, temporary = os.path.join(base, str(stamp)), os.path.join(base, f"temp-{stamp}")
+        if not os.path.lexists(final):
+            try:
+                os.mkdir(temporary)
+                return final, temporary
+            except FileExistsError:
+                pass
         stamp += 1  # two exports within one second get distinct timestamps
-    return os.path.join(base, str(stamp)), os.path.join(base, f"temp-{stamp}")

@@ -7,6 +7,13 @@ lock is an exclusive `flock` on that file, which the kernel releases when the ho
 when a dead holder's lock is taken over. The file is never deleted (deleting a lock file lets two
 processes lock two different files); a clean release empties it.
 
+The file is created owner-only (0600; an older, wider one is narrowed when this user owns it) and
+opened with O_NOFOLLOW (`npurun.safe_files`): a link planted under its name is refused with an
+error naming it, its target untouched. Only users who can open the file can take the lock; when
+the holder wrote no record (another user's process holding an old 0644 file through a read-only
+descriptor, or another tool), the error says so and names the process from /proc/locks when the
+system shows it, instead of inventing a pid.
+
 Readers (evaluate, predict, get_variable_value, export) take no lock.
 """
 from __future__ import annotations
@@ -19,6 +26,8 @@ import logging
 import os
 import socket
 import time
+
+from .. import safe_files
 
 logger = logging.getLogger("npurun")
 
@@ -46,6 +55,65 @@ def _read_holder(handle) -> dict:
     return holder if isinstance(holder, dict) else {}
 
 
+def _lock_holders(fd: int) -> list:
+    """The pids /proc/locks shows holding a flock on the file of `fd` ([] where it shows none)."""
+    info = os.fstat(fd)
+    key = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as locks:
+            lines = locks.read().splitlines()
+    except OSError:
+        return []
+    pids = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 5 and "->" not in fields and fields[1] == "FLOCK" and fields[5] == key:
+            with contextlib.suppress(ValueError):
+                pids.append(int(fields[4]))
+    return pids
+
+
+def _user_of(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            uid = next(int(line.split()[1]) for line in status if line.startswith("Uid:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def _owner_of(path: str) -> str | None:
+    """The user owning `path` when that is not this user, else None."""
+    try:
+        uid = os.lstat(path).st_uid
+    except OSError:
+        return None
+    if uid == os.geteuid():
+        return None
+    try:
+        import pwd
+
+        return "user " + pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def _describe_unnamed(fd: int) -> str:
+    """The holder of a lock whose file names none: what the system shows, said plainly."""
+    pids = [pid for pid in _lock_holders(fd) if pid != os.getpid()]
+    if pids:
+        who = ", ".join(f"pid {pid}" + (f" (user {_user_of(pid)})" if _user_of(pid) else "") for pid in pids)
+        return (f"held by {who} on this host, which wrote no holder record: not an npurun training job (any process "
+                f"that can open the file can hold its lock)")
+    return ("held by another user's process or another tool, which wrote no holder record; cannot read its owner "
+            "(any process that can open the file can hold its lock)")
+
+
 def _make_dir(model_dir: str) -> None:
     try:
         os.makedirs(model_dir, exist_ok=True)
@@ -71,19 +139,33 @@ def hold(model_dir: str, enabled: bool = True):
     _make_dir(model_dir)
     path = os.path.join(model_dir, LOCK_FILE)
     try:
-        handle = open(path, "a+")
+        fd = safe_files.open_fd(path, os.O_RDWR | os.O_CREAT, "the model_dir's training lock file", mode=0o600)
     except OSError as error:
-        if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+        if isinstance(error, safe_files.PlantedLinkError) or error.errno not in (errno.EACCES, errno.EPERM,
+                                                                                 errno.EROFS):
             raise
+        owner = _owner_of(path)
+        if owner is not None:
+            raise PermissionError(error.errno, f"the training lock file {path} belongs to {owner} and this user "
+                                               f"cannot open it ({error.strerror}): another user trains into "
+                                               f"model_dir {model_dir}; train into a model_dir of your own",
+                                  path) from None
         raise PermissionError(error.errno, f"model_dir {model_dir} is not writable ({error.strerror}): training "
                                            f"writes its lock file {LOCK_FILE} and its checkpoints there; train "
                                            f"into a writable model_dir (evaluate, predict and get_variable_value "
                                            f"only read it)", path) from None
+    handle = os.fdopen(fd, "r+", encoding="utf-8", errors="replace")
     try:
+        if os.fstat(fd).st_uid == os.geteuid():
+            os.fchmod(fd, 0o600)  # an older npurun made it 0644: readable, so lockable, by every user
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _read_holder(handle)
+            if not holder:
+                raise ModelDirInUseError(
+                    f"model_dir {model_dir} is locked: its training lock file {path} is {_describe_unnamed(fd)}. "
+                    f"Stop that process, or train into another model_dir") from None
             raise ModelDirInUseError(
                 f"model_dir {model_dir} is in use by another training job ({_describe(holder)}; lock file {path}). "
                 f"Two jobs writing one model_dir overwrite each other's checkpoints: stop that job, or give this "

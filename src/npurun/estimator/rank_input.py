@@ -20,6 +20,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from .. import safe_files
 from . import checkpoints
 
 logger = logging.getLogger("npurun")
@@ -53,7 +54,7 @@ class RankInput:
             session.run(self._probe.op)  # the op: its variant result has no numpy form
         except tf.errors.OpError:
             return None
-        tf.io.gfile.makedirs(self.directory)
+        safe_files.make_dir(self.directory, "rank input-position folder")  # never a link: Saver writes there
         return self._saver.save(session, self.path(step), write_meta_graph=False, write_state=False)
 
 

@@ -7,7 +7,8 @@ Rules:
     instead of compiling (TensorFlow logs "Loading cached entry" at VLOG 2 of
     device_executable_persistor).
   - The folder is `<op_compiler_cache_dir>/kernel_cache`; op_compiler_cache_dir defaults to
-    `$HOME/atc_data`. Both are created when missing.
+    `$HOME/atc_data`. Both are created when missing. A kernel_cache that is a symbolic link is
+    refused (`safe_files.PlantedLinkError` naming it): nothing is cached or deleted through it.
   - `disable` (default): no cache. `enable`: use it. `force`: empty kernel_cache first (once per
     process and folder, so a later evaluation plan does not throw away what training just
     compiled), then use it.
@@ -20,8 +21,8 @@ Rules:
 from __future__ import annotations
 
 import os
-import shutil
 
+from .. import safe_files
 from . import xla_flags
 from .plan import Options, SessionPlan
 
@@ -44,21 +45,20 @@ def cache_dir(options: Options) -> str | None:
     return os.path.abspath(os.path.join(cache_root(options), CACHE_SUBDIR))
 
 
+WHAT = "op_compiler_cache_dir's kernel_cache folder"
+
+
 def empty_folder(path: str) -> None:
-    """Remove everything inside `path`, keeping the folder itself."""
-    for name in os.listdir(path):
-        full = os.path.join(path, name)
-        if os.path.isdir(full) and not os.path.islink(full):
-            shutil.rmtree(full)
-        else:
-            os.remove(full)
+    """Remove everything inside `path`, keeping the folder itself; never through a link."""
+    safe_files.empty_dir(path, WHAT)
 
 
 def contribute(options: Options, mode: str, plan: SessionPlan) -> None:
     folder = cache_dir(options)
     if folder is None:
         return
-    os.makedirs(folder, exist_ok=True)
+    # TensorFlow writes the cache files and `force` deletes them: kernel_cache must be a real folder.
+    safe_files.make_dir(folder, WHAT)
     if options["op_compiler_cache_mode"] == "force" and folder not in _forced:
         empty_folder(folder)
         _forced.add(folder)

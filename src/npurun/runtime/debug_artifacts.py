@@ -24,12 +24,15 @@ Rules:
       4: as 3 plus `fusions.json`: every fused kernel in the executed graphs (_Fused* ops, with
             oneDNN on _MklNativeFused*/_MklFused*, and their fused_ops).
   - Level 0 writes nothing.
+  - A kernel_meta folder or file that is a symbolic link is refused (`safe_files.PlantedLinkError`
+    naming it); files are written to a private temporary name and renamed into place.
 """
 from __future__ import annotations
 
 import json
 import os
 
+from .. import safe_files
 from . import xla_flags
 from .plan import Options, SessionPlan
 
@@ -49,8 +52,11 @@ def kernel_meta_dir(options: Options) -> str:
 
 
 def _write(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    safe_files.write_text(path, text, "kernel_meta file")
+
+
+def _make_folder(folder: str) -> None:
+    safe_files.make_dir(folder, "kernel_meta folder")
 
 
 def graph_dumper(folder: str, level: int):
@@ -59,7 +65,7 @@ def graph_dumper(folder: str, level: int):
     def dump(graph, mode: str) -> None:
         if level not in (1, 2):
             return
-        os.makedirs(folder, exist_ok=True)
+        _make_folder(folder)
         _write(os.path.join(folder, f"{mode}_graph.pbtxt"), str(graph.as_graph_def()))
         locations = {}
         for op in graph.get_operations():
@@ -129,7 +135,7 @@ def partition_hook(folder: str, level: int, mode: str):
             if not graphs:
                 return
             self._done = True
-            os.makedirs(folder, exist_ok=True)
+            _make_folder(folder)
             for i, graph_def in enumerate(graphs):
                 _write(os.path.join(folder, f"{mode}_partition_{i}.pbtxt"), str(graph_def))
             if level == 4:
@@ -146,7 +152,7 @@ def contribute(options: Options, mode: str, plan: SessionPlan) -> None:
     from .compilation import resolve_jit
 
     folder = kernel_meta_dir(options)
-    os.makedirs(folder, exist_ok=True)
+    _make_folder(folder)
     if resolve_jit(options).compiles:
         xla_flags.request(plan, xla_flags.XLA_FLAGS, "--xla_dump_to=" + folder, *XLA_DUMP_FLAGS[level])
     if level == 2:

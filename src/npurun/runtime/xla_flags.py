@@ -31,6 +31,7 @@ import tempfile
 import warnings
 from typing import Iterable
 
+from .. import safe_files
 from .plan import Options, SessionPlan
 
 TF_XLA_FLAGS = "TF_XLA_FLAGS"
@@ -200,8 +201,7 @@ def _remove_probe_dump(directory: str) -> bool:
     except FileNotFoundError:
         return False
     for name in names:
-        path = os.path.join(directory, name)
-        shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+        safe_files.remove(os.path.join(directory, name))  # a link itself, never its target
     return bool(names)
 
 
