@@ -239,8 +239,9 @@ def test_a_train_op_that_never_advances_the_global_step_is_an_error(tmp_path, it
         est.train(_input(), steps=400)
 
 
-def test_loss_scale_overflow_skips_are_counted_apart(tmp_path, monkeypatch):
-    """An overflowing step does not advance the global step; those runs never count as stuck."""
+def test_loss_scale_overflow_skips_are_counted_apart(tmp_path, monkeypatch, caplog):
+    """An overflowing step does not advance the global step; those runs never count as stuck, and
+    the first one is reported as an overflow skip, not as a train_op that forgot the global step."""
     from npurun.precision import ExponentialUpdateLossScaleManager, NPULossScaleOptimizer
     monkeypatch.setattr(loop, "STALL_LIMIT", 3)
 
@@ -256,9 +257,13 @@ def test_loss_scale_overflow_skips_are_counted_apart(tmp_path, monkeypatch):
         return type(spec)(mode, loss=spec.loss,
                           train_op=optimizer.minimize(spec.loss * 1e30, global_step=v1.train.get_global_step()))
     est = NPUEstimator(scaled, model_dir=str(tmp_path / "model"), config=_config(save_checkpoints_steps=100))
-    est.train(_input(), steps=5)  # the first runs overflow (a scale of 2**127) until it is small enough
+    with caplog.at_level(logging.INFO, logger="npurun"):
+        est.train(_input(), steps=5)  # the first runs overflow (a scale of 2**127) until it is small enough
     assert est.get_variable_value("global_step") == 5
     assert est.get_variable_value("loss_scale_manager/skipped_steps") > 3
+    messages = [r.getMessage() for r in caplog.records]
+    assert not [m for m in messages if "did not advance" in m], messages  # before: the wrong advice
+    assert any("skipped its update: the loss scale overflowed" in m for m in messages), messages
 
 
 def test_evaluating_an_empty_input_is_an_error(trained):

@@ -166,12 +166,20 @@ class TrainingLoop:
                 if agreeing:
                     self._agreed = int(results["stop"])
                 self.last_loss = results.get("losses", loss)
-                if first and step == previous:
-                    logger.warning("The global step did not advance (%d): the train_op should increment it, e.g. "
-                                   "optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())", step)
-                first = False
                 if step == previous:
+                    skips = self.overflow_skips
                     self._stalled(step)
+                    if first and self.overflow_skips > skips:
+                        # A loss-scale overflow skipped the update (counted in the manager's
+                        # skipped_steps): normal while a dynamic scale is still too large.
+                        logger.info("The first training run skipped its update: the loss scale overflowed (NaN/Inf "
+                                    "gradients), so the global step stays at %d until the loss scale manager has "
+                                    "lowered the scale; skipped runs are counted in its skipped_steps", step)
+                    elif first:
+                        logger.warning("The global step did not advance (%d): the train_op should increment it, "
+                                       "e.g. optimizer.minimize(loss, global_step=tf.compat.v1.train."
+                                       "get_global_step())", step)
+                first = False
                 if np.any(np.isnan(loss)):
                     self._nan(step)
                 if want_summary:
