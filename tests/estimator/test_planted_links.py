@@ -374,3 +374,17 @@ def test_an_export_never_writes_into_a_planted_temporary_folder(tmp_path, monkey
     assert (final, temporary) == (str(base / "1001"), str(base / "temp-1001"))
     assert os.path.isdir(temporary) and not os.path.islink(temporary)
     assert json.dumps(os.listdir(elsewhere)) == "[]"
+
+
+# --------------------------------------------------------------------------- docs/security.md
+
+SECURITY_DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "security.md")
+
+
+@pytest.mark.parametrize("code", re.findall(r"```python\n(.*?)```", open(SECURITY_DOC, encoding="utf-8").read(), re.S))
+def test_security_doc_example_runs(code, capsys, tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the example's mkdtemp folders
+    exec(compile(code, SECURITY_DOC, "exec"), {"__name__": "__doc_example__"})
+    assert "is a symbolic link (to " in capsys.readouterr().out
