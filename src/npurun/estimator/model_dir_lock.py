@@ -108,8 +108,8 @@ def _describe_unnamed(fd: int) -> str:
     pids = [pid for pid in _lock_holders(fd) if pid != os.getpid()]
     if pids:
         who = ", ".join(f"pid {pid}" + (f" (user {_user_of(pid)})" if _user_of(pid) else "") for pid in pids)
-        return (f"held by {who} on this host, which wrote no holder record: not an npurun training job (any process "
-                f"that can open the file can hold its lock)")
+        return (f"held by {who} on this host, which wrote no holder record: not an npurun training job (or one "
+                f"starting this instant; any process that can open the file can hold its lock)")
     return ("held by another user's process or another tool, which wrote no holder record; cannot read its owner "
             "(any process that can open the file can hold its lock)")
 
