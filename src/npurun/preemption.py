@@ -34,7 +34,7 @@ import os
 import signal
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 logger = logging.getLogger("npurun")
 
@@ -73,15 +73,13 @@ class Watch:
             self.signum = signum
             self.from_peer = True
 
-    def peer_stopped_first(self, error: BaseException, model_dir: str) -> bool:
+    def peer_stopped_first(self, error: BaseException, newest_checkpoint: Callable[[], Optional[str]]) -> bool:
         """After a signal: whether `error` (from train()) is a collective that failed because a peer
-        rank was gone (it died, or stopped without agreeing); then it is logged (one line) and the
-        exit status stays 143 / 130."""
+        rank was gone (it died, or stopped without agreeing); then it is logged (one line, naming
+        `newest_checkpoint()`) and the exit status stays 143 / 130."""
         if not self.requested or type(error).__name__ != "CollectiveTimeoutError":
             return False
-        from . import checkpoints  # TensorFlow-dependent; this module is imported early
-
-        newest = checkpoints.latest_checkpoint(model_dir)
+        newest = newest_checkpoint()
         timeout = getattr(error, "timeout", None)
         within = f" within hccl_timeout={timeout:g} s" if timeout is not None else ""
         logger.warning("%s: a peer rank did not answer%s (it exited or was killed), so the run in flight failed; "

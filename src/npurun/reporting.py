@@ -1,4 +1,7 @@
-"""How the `npurun` command reports an exception: one paragraph for a user's error, a traceback for a bug.
+"""How npurun reports an exception to a person: one paragraph for a user's error, a traceback for a bug.
+
+Used by the `npurun` command (`npurun.cli`) and by `npurun run` for a script's own exception
+(`npurun.tools.run`); it lives under the library, not in the CLI, so library code never imports the CLI.
 
 Rules (exit status):
 - 2: a usage error: a bad argument, an invalid option value, options that conflict (npurun's

@@ -1,5 +1,5 @@
 """The import hook: while active, `npu_bridge...` and `hccl...` imports resolve to modules built from
-the coverage table (`aliases.MODULES`), and TensorFlow gets what Ascend scripts expect of it.
+the coverage table (`tables.MODULES`), and TensorFlow gets what Ascend scripts expect of it.
 
 Nothing is installed under those names: the modules exist only in `sys.modules` while the finder is
 on `sys.meta_path`, and `uninstall()` removes them again.
@@ -22,79 +22,8 @@ import sys
 import types
 import warnings
 
-from . import aliases
-from .aliases import AdapterAPIError, NoEffect, Unsupported
-
-
-class _UnavailableMeta(type):
-    """Placeholders for names that cannot be used: every use re-resolves, which raises the error."""
-
-    def __new__(mcs, name, bases, namespace, **kwargs):
-        for base in bases:
-            if isinstance(base, _UnavailableMeta):
-                base._npurun_resolve()  # subclassing an unavailable name: raises
-        return super().__new__(mcs, name, bases, namespace)
-
-    def __call__(cls, *args, **kwargs):
-        return cls._npurun_resolve()(*args, **kwargs)
-
-    def __getattr__(cls, attribute):
-        if attribute.startswith("__") and attribute.endswith("__"):
-            raise AttributeError(attribute)
-        return getattr(cls._npurun_resolve(), attribute)
-
-    def __instancecheck__(cls, instance):
-        return isinstance(instance, cls._npurun_resolve())
-
-    def __subclasscheck__(cls, subclass):
-        return issubclass(subclass, cls._npurun_resolve())
-
-    def __repr__(cls):
-        return f"<npurun compat placeholder {cls.__module__}.{cls.__qualname__}: {cls.__doc__}>"
-
-
-def is_placeholder(value) -> bool:
-    return isinstance(value, _UnavailableMeta)
-
-
-def placeholder(module_name: str, name: str, entry) -> type:
-    adapter_name = f"{module_name}.{name}"
-
-    def _npurun_resolve():
-        return aliases.resolve(entry, adapter_name)
-
-    reason = entry.why if isinstance(entry, Unsupported) else f"maps to {entry.target}, not available yet"
-    return _UnavailableMeta(name, (), {"_npurun_resolve": staticmethod(_npurun_resolve), "__doc__": reason,
-                                       "__module__": module_name, "__qualname__": name})
-
-
-def _warn_once(adapter_name: str, why: str, target):
-    warned = []
-
-    @functools.wraps(target)
-    def wrapper(*args, **kwargs):
-        if not warned:
-            warned.append(True)
-            warnings.warn(f"{adapter_name}: accepted, no effect here: {why}", UserWarning, stacklevel=2)
-        return target(*args, **kwargs)
-
-    return wrapper
-
-
-def materialize(module_name: str, name: str, entry):
-    """The value `module_name.name` has while the compat layer is active."""
-    adapter_name = f"{module_name}.{name}"
-    if isinstance(entry, Unsupported):
-        return placeholder(module_name, name, entry)
-    if aliases.is_adapter_module(entry):
-        return importlib.import_module(entry.target)
-    try:
-        value = aliases.resolve(entry, adapter_name)
-    except AdapterAPIError:
-        return placeholder(module_name, name, entry)
-    if isinstance(entry, NoEffect):
-        return _warn_once(adapter_name, entry.why, value)
-    return value
+from ..names.coverage import AdapterAPIError, is_placeholder, materialize, placeholder  # noqa: F401
+from . import tables
 
 
 class CompatModule(types.ModuleType):
@@ -103,7 +32,7 @@ class CompatModule(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
-        table = aliases.MODULES[self.__name__]
+        table = tables.MODULES[self.__name__]
         entry = table.names.get(name)
         if entry is None:
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}: npurun's compatibility "
@@ -114,14 +43,14 @@ class CompatModule(types.ModuleType):
         return value
 
     def __dir__(self):
-        return sorted(set(super().__dir__()) | set(aliases.MODULES[self.__name__].names))
+        return sorted(set(super().__dir__()) | set(tables.MODULES[self.__name__].names))
 
 
 class _CompatLoader(importlib.abc.Loader):
     def create_module(self, spec):
-        table = aliases.MODULES.get(spec.name)
+        table = tables.MODULES.get(spec.name)
         if table is None:
-            entry = aliases.unsupported_module(spec.name)
+            entry = tables.unsupported_module(spec.name)
             if entry is not None:
                 raise AdapterAPIError(f"{spec.name} is not supported by npurun: {entry.why}", name=spec.name)
             raise AdapterAPIError(f"{spec.name} is not provided by npurun's compatibility layer: it is not in the "
@@ -164,8 +93,8 @@ class CompatFinder(importlib.abc.MetaPathFinder):
         self._seen: set = set()
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname.split(".")[0] in aliases.ROOTS:
-            table = aliases.MODULES.get(fullname)
+        if fullname.split(".")[0] in tables.ROOTS:
+            table = tables.MODULES.get(fullname)
             return importlib.machinery.ModuleSpec(fullname, self._loader, origin="npurun.compat",
                                                   is_package=bool(table and table.package))
         if fullname in self._watch and fullname not in self._seen:
@@ -198,6 +127,6 @@ class CompatFinder(importlib.abc.MetaPathFinder):
         while self in sys.meta_path:
             sys.meta_path.remove(self)
         for name in list(sys.modules):
-            if name.split(".")[0] in aliases.ROOTS and getattr(sys.modules[name], "__npurun_compat__", False):
+            if name.split(".")[0] in tables.ROOTS and getattr(sys.modules[name], "__npurun_compat__", False):
                 del sys.modules[name]
         self._seen.clear()

@@ -43,7 +43,7 @@ def session_class(base):
 
                 if config is not None and param_map.find_npu_optimizer(config) is not None:
                     from ..config import NPURunConfig
-                    from .aliases import Mapped, resolve
+                    from ..names.coverage import Mapped, resolve
 
                     NPUSession = resolve(Mapped("npurun.util:NPUSession"), "tf.compat.v1.Session with an "
                                                                           "NpuOptimizer entry")

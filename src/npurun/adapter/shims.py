@@ -10,13 +10,13 @@ import contextlib
 import enum
 import os
 
-from . import aliases
+from . import tables
 
 _WORLD = "hccl_world_group"
 
 
 def _distribute(name: str, adapter_name: str):
-    return aliases.resolve(aliases.Mapped(f"npurun.distribute:{name}"), adapter_name)
+    return tables.resolve(tables.Mapped(f"npurun.distribute:{name}"), adapter_name)
 
 
 # ---- npu_optimizer.allreduce ----------------------------------------------------------------
@@ -248,7 +248,7 @@ def npu_session_config_init(session_config=None):
 def npu_run_config_init(run_config=None):
     """The run config (a new tf.estimator.RunConfig if none) with an NPU session config."""
     from ..config import NPURunConfig
-    from .tf_estimator import RunConfig
+    from ..tf_estimator import RunConfig
 
     if not isinstance(run_config, NPURunConfig):
         run_config = RunConfig()
@@ -341,7 +341,7 @@ def npu_keras_optimizer(opt):
         return opt
     if isinstance(opt, tf.compat.v1.train.Optimizer):
         return _distribute("NPUDistributedOptimizer", name)(opt)
-    raise aliases.AdapterAPIError(
+    raise tables.AdapterAPIError(
         f"{name}: averaging a Keras optimizer's gradients over ranks is not supported by npurun (Keras 3 has "
         f"no gradient hook to patch); use a tf.compat.v1.train optimizer with npu_tf_optimizer, or NPUEstimator")
 

@@ -1,130 +1,25 @@
-"""The coverage table: every public name of the Ascend TensorFlow adapter that scripts use, and what
-it is here.
+"""The coverage table of the Ascend adapters: every public name of `npu_bridge` and `hccl` that scripts
+use, and what it is here (`Mapped`, `NoEffect` or `Unsupported`: see `npurun.names.coverage`).
 
-Each adapter module (`npu_bridge...`, `hccl...`) maps its names to one of:
-
-- `Mapped(target)`: the name is the npurun (or TensorFlow) object at `target`, given as
-  `"package.module:attribute"` or, for a whole module, `"package.module"`. Targets are resolved by
-  name when first used, so a target that this installation does not provide yet raises
-  `AdapterAPIError` naming the adapter name and the missing target.
-- `NoEffect(target, why)`: implemented by `target`, which does what the name means on a CPU/GPU;
-  that is nothing observable, so the first use warns (`UserWarning`) with `why`.
-- `Unsupported(why)`: cannot work here; any use (call, attribute, subclass, import of the module)
-  raises `AdapterAPIError` naming it and saying why.
-
-Nothing here imports TensorFlow. `docs/compat.md` is generated from this table by
-`render_markdown()` (a test keeps it current: `python -m npurun.compat docs > docs/compat.md`).
+`npurun.adapter.finder` builds the `npu_bridge...` / `hccl...` modules from `MODULES` while the
+compatibility layer is active; docs/compat.md is rendered from it (`npurun.tools.compat_docs`).
+Plain data: nothing here imports TensorFlow.
 """
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass, field
-from typing import Mapping, Union
+from typing import Mapping
 
-
-class AdapterAPIError(ImportError, NotImplementedError):
-    """An adapter name that cannot work here, or whose npurun target is not available.
-
-    It is an ImportError (raised when such a module is imported) and a NotImplementedError (raised
-    when such a name is used).
-    """
-
-
-@dataclass(frozen=True)
-class Mapped:
-    target: str
-    note: str = ""
-    status = "mapped"
-
-
-@dataclass(frozen=True)
-class NoEffect:
-    target: str
-    why: str
-    status = "accepted, no effect here"
-
-
-@dataclass(frozen=True)
-class Unsupported:
-    why: str
-    status = "unsupported"
-
-
-Entry = Union[Mapped, NoEffect, Unsupported]
-
-
-@dataclass(frozen=True)
-class AdapterModule:
-    """One module of the adapter: its names, and whether it is a package (has submodules)."""
-
-    name: str
-    doc: str
-    names: Mapping[str, Entry] = field(default_factory=dict)
-    package: bool = False
-
-
-def split_target(target: str) -> tuple[str, str | None]:
-    module, _, attribute = target.partition(":")
-    return module, attribute or None
-
-
-def _is_part_of(missing: ModuleNotFoundError, module_name: str) -> bool:
-    """Whether a ModuleNotFoundError is about `module_name` itself, a parent, or a module inside it."""
-    name = missing.name or ""
-    return bool(name) and (name == module_name or module_name.startswith(name + ".")
-                           or name.startswith(module_name + "."))
-
-
-def resolve(entry: Entry, adapter_name: str):
-    """The object `entry` stands for; AdapterAPIError naming `adapter_name` when it cannot be had.
-
-    A missing target module (or a missing module inside it, which a package's lazy attributes may
-    import) or a missing attribute means "not available yet"; any other error is raised as it is.
-    """
-    if isinstance(entry, Unsupported):
-        raise AdapterAPIError(f"{adapter_name} is not supported by npurun: {entry.why}")
-    module_name, attribute = split_target(entry.target)
-    try:
-        module = importlib.import_module(module_name)
-        if attribute is None:
-            return module
-        try:
-            return getattr(module, attribute)
-        except AttributeError:
-            reason = f"{module_name} has no {attribute!r}"
-    except ModuleNotFoundError as missing:
-        if not _is_part_of(missing, module_name):
-            raise
-        reason = f"no module {missing.name!r}"
-    error = AdapterAPIError(f"{adapter_name} maps to {_dotted(entry.target)}, which this installation of npurun "
-                            f"does not provide yet ({reason})")
-    error.reason = reason
-    raise error
-
-
-def availability(entry: Entry) -> str:
-    """'available', 'unsupported' or 'not available yet: <reason>' here (imports the target)."""
-    if isinstance(entry, Unsupported):
-        return "unsupported"
-    if is_adapter_module(entry):
-        return "available"
-    try:
-        resolve(entry, "it")
-    except AdapterAPIError as error:
-        return f"not available yet: {error.reason}"
-    return "available"
-
-
-def _dotted(target: str) -> str:
-    return target.replace(":", ".")
-
+from ..names.coverage import (ADAPTER_ROOTS, AdapterAPIError, AdapterModule, Entry, Mapped, NoEffect,  # noqa: F401
+                              Unsupported, availability, describe, is_adapter_module, resolve, split_target)
+from ..tf1.table import LAYERS_NAMESPACE, TF_LAYERS  # noqa: F401
+from ..tf_estimator.table import ESTIMATOR_NAMESPACE, TF_ESTIMATOR  # noqa: F401
 
 # ---- the table -------------------------------------------------------------------------------------
 _DIST = "npurun.distribute"
 _EST = "npurun.estimator"
 _PREC = "npurun.precision"
-_SHIMS = "npurun.compat.shims"
-_OPS = "npurun.compat.npu_ops"
+_SHIMS = "npurun.adapter.shims"
+_OPS = "npurun.adapter.npu_ops"
 
 _NO_NPU_SYSTEM = ("there is no NPU system to open or close on a CPU/GPU; the op it returns is a no-op")
 _NOT_KERAS3 = ("TF 2.21 ships Keras 3, which has no TF1 backend session or OptimizerV2 hooks to patch; "
@@ -270,7 +165,7 @@ NPU_RNN = {
                               "the cell over time-major inputs, unrolled with tf.compat.v1.nn.static_rnn (as the "
                               "adapter does)"),
 }
-_DYNAMIC_RNN = "npurun.compat.npu_dynamic_rnn"
+_DYNAMIC_RNN = "npurun.adapter.npu_dynamic_rnn"
 NPU_DYNAMIC_RNN = {
     "DynamicRNN": Mapped(f"{_DYNAMIC_RNN}:DynamicRNN",
                          "the fused LSTM as a tf.scan over time: same variables (one [input+hidden, 4*hidden] "
@@ -423,74 +318,10 @@ MODULES: dict[str, AdapterModule] = {m.name: m for m in (
     AdapterModule("hccl.split.api", "Gradient split strategy.", HCCL_SPLIT_API),
 )}
 
-ROOTS = ("npu_bridge", "hccl")
+ROOTS = ADAPTER_ROOTS
 
-# ---- what TensorFlow 2.21 lacks that such scripts use (attached while active) ----------------------
-_V1_TRAIN = "tensorflow.compat.v1.train"
-_PREMADE = ("premade (canned) estimators are not provided; write a model_fn and use tf.estimator.Estimator "
-            "(NPUEstimator)")
-TF_ESTIMATOR = {
-    "Estimator": Mapped("npurun.compat.tf_estimator:Estimator",
-                        "NPUEstimator with tf.estimator.Estimator's signature "
-                        "(model_fn, model_dir, config, params, warm_start_from)"),
-    "RunConfig": Mapped("npurun.compat.tf_estimator:RunConfig",
-                        "an NPURunConfig with tf.estimator.RunConfig's signature and defaults "
-                        "(save_summary_steps=100; save_checkpoints_secs=600 when neither checkpoint interval "
-                        "is given); arguments NPURunConfig does not accept (device_fn, protocol, "
-                        "experimental_distribute, ...) are dropped with a warning"),
-    "NPURunConfig": Mapped("npurun.config:NPURunConfig", "as spelled in the product document's migrated example"),
-    "NPUEstimator": Mapped(f"{_EST}:NPUEstimator"),
-    "EstimatorSpec": Mapped(f"{_EST}:EstimatorSpec"),
-    "ModeKeys": Mapped(f"{_EST}:ModeKeys"),
-    "TrainSpec": Mapped(f"{_EST}:TrainSpec"),
-    "EvalSpec": Mapped(f"{_EST}:EvalSpec"),
-    "train_and_evaluate": Mapped(f"{_EST}:train_and_evaluate"),
-    "NanLossDuringTrainingError": Mapped(f"{_EST}:NanLossDuringTrainingError"),
-    "WarmStartSettings": Mapped(f"{_EST}.warm_start:WarmStartSettings",
-                                "vars_to_warm_start (regex or list) and var_name_to_prev_var_name; no vocab remapping"),
-    "add_metrics": Mapped(f"{_EST}.add_metrics:add_metrics"),
-    "Exporter": Mapped(f"{_EST}.exporters:Exporter"),
-    "export": Mapped(f"{_EST}.export", "ServingInputReceiver, TensorServingInputReceiver, ClassificationOutput, "
-                                       "RegressionOutput, PredictOutput, ExportOutput, "
-                                       "build_raw_serving_input_receiver_fn, build_parsing_serving_input_receiver_fn"),
-    "experimental": Mapped(f"{_EST}.experimental", "InMemoryEvaluatorHook, stop_if_higher_hook, stop_if_lower_hook, "
-                                                   "stop_if_no_decrease_hook, stop_if_no_increase_hook, "
-                                                   "make_early_stopping_hook, make_stop_at_checkpoint_step_hook, "
-                                                   "build_raw_supervised_input_receiver_fn, call_logit_fn"),
-    "tpu": Mapped("npurun.compat.contrib_tpu", "TPUEstimator, TPUEstimatorSpec, RunConfig, TPUConfig, "
-                                               "InputPipelineConfig run with use_tpu=False, as tf.contrib.tpu's"),
-    "inputs": Mapped("npurun.compat.tf_estimator:inputs",
-                     "numpy_input_fn, pandas_input_fn (tf.estimator's batching, epochs, shuffling and messages; tensors "
-                     "when called directly, a tf.data pipeline for an Estimator)"),
-    **{hook: Mapped(f"{_V1_TRAIN}:{hook}") for hook in (
-        "SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues", "LoggingTensorHook",
-        "StopAtStepHook", "CheckpointSaverHook", "CheckpointSaverListener", "SummarySaverHook", "StepCounterHook",
-        "NanTensorHook", "FeedFnHook", "ProfilerHook", "GlobalStepWaiterHook", "FinalOpsHook",
-        "SecondOrStepTimer")},
-    **{premade: Unsupported(_PREMADE) for premade in (
-        "DNNClassifier", "DNNRegressor", "LinearClassifier", "LinearRegressor", "DNNLinearCombinedClassifier",
-        "DNNLinearCombinedRegressor", "BoostedTreesClassifier", "BoostedTreesRegressor", "BaselineClassifier",
-        "BaselineRegressor")},
-    **{exporter: Mapped(f"{_EST}.exporters:{exporter}") for exporter in (
-        "LatestExporter", "BestExporter", "FinalExporter")},
-    **{parse: Mapped(f"{_EST}.parsing:{parse}") for parse in (
-        "classifier_parse_example_spec", "regressor_parse_example_spec")},
-    "VocabInfo": Mapped(f"{_V1_TRAIN}:VocabInfo", "TensorFlow's; WarmStartSettings takes no vocabulary remapping"),
-}
-TF_LAYERS = {name: Mapped(f"npurun.compat.layers:{name}") for name in (
-    "dense", "conv1d", "conv2d", "conv3d", "conv2d_transpose", "conv3d_transpose", "separable_conv1d",
-    "separable_conv2d", "max_pooling1d", "max_pooling2d", "max_pooling3d", "average_pooling1d",
-    "average_pooling2d", "average_pooling3d", "dropout", "flatten", "batch_normalization", "Layer", "Dense",
-    "Conv2D", "MaxPooling2D", "AveragePooling2D", "Dropout", "Flatten", "BatchNormalization")}
-TF_NAMESPACES = {
-    "tensorflow.estimator": AdapterModule(
-        "tensorflow.estimator", "`tf.estimator` and `tf.compat.v1.estimator` (TF 2.16+ has neither); attached "
-        "only when TensorFlow has no estimator of its own.", TF_ESTIMATOR),
-    "tensorflow.compat.v1.layers": AdapterModule(
-        "tensorflow.compat.v1.layers", "`tf.compat.v1.layers` (`tf.layers` in scripts): Keras 3 removed it. "
-        "TensorFlow 1's own layers from the maintained `tf-keras` package (`tf_keras.src.legacy_tf_layers`): "
-        "TF 1.x's variable names, reuse, collections and defaults.", TF_LAYERS),
-}
+# What TensorFlow 2.21 gets while the layer is active (see npurun.adapter.tensorflow).
+TF_NAMESPACES = {namespace.name: namespace for namespace in (ESTIMATOR_NAMESPACE, LAYERS_NAMESPACE)}
 
 
 def lookup(adapter_name: str) -> Entry | None:
@@ -504,57 +335,3 @@ def unsupported_module(module_name: str) -> Unsupported | None:
     """The Unsupported entry for a module its parent package marks unsupported, else None."""
     entry = lookup(module_name)
     return entry if isinstance(entry, Unsupported) else None
-
-
-def is_adapter_module(entry: Entry) -> bool:
-    return isinstance(entry, Mapped) and ":" not in entry.target and entry.target.split(".")[0] in ROOTS
-
-
-# ---- the published table ---------------------------------------------------------------------------
-def describe(entry: Entry) -> str:
-    if isinstance(entry, Unsupported):
-        return entry.why
-    target = f"`{_dotted(entry.target)}`"
-    if is_adapter_module(entry):
-        target = f"the module `{entry.target}` (below)"
-    text = target if isinstance(entry, Mapped) else f"{target}; {entry.why}"
-    note = getattr(entry, "note", "")
-    return f"{text}: {note}" if note else text
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def render_markdown() -> str:
-    """docs/compat.md: the coverage table and how to use `npurun run`, `migrate` and `check`."""
-    from .docs import FOOTER, HEADER
-
-    lines = [HEADER.rstrip("\n"), ""]
-    counts: dict[str, int] = {}
-    for module in MODULES.values():
-        if module.package:
-            continue
-        for entry in module.names.values():
-            counts[entry.status] = counts.get(entry.status, 0) + 1
-    lines.append("Totals over the module tables (a name re-exported by `npu_init` counts again there): "
-                 + ", ".join(f"{status}: {n}" for status, n in sorted(counts.items())) + ".")
-    lines.append("")
-    for module in [*MODULES.values(), *TF_NAMESPACES.values()]:
-        if module.name == "tensorflow.estimator":
-            lines += ["## TensorFlow names provided while active", ""]
-        lines.append(f"### `{module.name}`" + (" (package)" if module.package else ""))
-        lines.append("")
-        lines.append(module.doc)
-        lines.append("")
-        lines.append("| name | status | here |")
-        lines.append("|---|---|---|")
-        for name, entry in module.names.items():
-            lines.append(f"| `{name}` | {entry.status} | {_cell(describe(entry))} |")
-        lines.append("")
-    from .contrib import render_markdown as render_contrib
-    from .docs import REAL_SCRIPTS, TF1_WORLD
-
-    lines += [TF1_WORLD.rstrip("\n"), "", render_contrib().rstrip("\n"), "", REAL_SCRIPTS.rstrip("\n"), ""]
-    lines.append(FOOTER.rstrip("\n"))
-    return "\n".join(lines) + "\n"

@@ -43,7 +43,7 @@ def _add_option_sources(parser: argparse.ArgumentParser) -> None:
 
 
 def _config_from_args(args):
-    from .config import sources
+    from ..config import sources
 
     layers = []
     if args.config:
@@ -67,7 +67,7 @@ def _build_config_or_exit(args):
 
 
 def cmd_explain(args) -> int:
-    from .config import explain
+    from . import explain
 
     config = _build_config_or_exit(args)
     if args.format == "json":
@@ -81,7 +81,7 @@ def _prepare_tensorflow(config) -> None:
     """Set what TensorFlow reads once at import, then import it without its start-up chatter."""
     import os
 
-    from . import logs
+    from .. import logs
 
     if config.precision_mode == "allow_mix_precision_bf16":
         # The bf16 rewrite needs oneDNN, which TF 2.21 turns on by itself only on CPUs with
@@ -96,7 +96,7 @@ def cmd_train(args) -> int:
     config = _build_config_or_exit(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     _prepare_tensorflow(config)
-    from .example.digits import run_example
+    from ..example.digits import run_example
 
     result = run_example(config, train_steps=args.steps, model_dir=args.model_dir, export_dir=args.export_dir)
     print(f"accuracy: {result['accuracy']:.4f}")
@@ -125,13 +125,13 @@ def _add_global_flags(parser: argparse.ArgumentParser, default=None) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="npurun", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    from . import __version__
+    from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"npurun {__version__}")
     _add_global_flags(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    from .cli_help import ExamplesHelpFormatter
+    from .help import ExamplesHelpFormatter
 
     explain = commands.add_parser(
         "explain", help="show every option's value, kind and mechanism on this machine",
@@ -181,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
 # heavy imports inside its handlers, so building the parser stays light.
 _COMMAND_PROVIDERS = (
     ("npurun.debug.cli", "add_dump_commands"),
-    ("npurun.compat.cli", "add_compat_commands"),
+    ("npurun.tools.cli", "add_compat_commands"),
     ("npurun.distribute.launch", "add_launch_command"),
 )
 
@@ -200,12 +200,12 @@ _RUNS_TENSORFLOW_CODE = ("run",)
 def main(argv=None) -> int:
     import os
 
-    from . import cli_errors
+    from .. import reporting
 
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.verbose:
-        from . import logs
+        from .. import logs
 
         logs.set_verbose()
     if args.debug:
@@ -216,7 +216,7 @@ def main(argv=None) -> int:
         return 2
     try:
         if args.command in _RUNS_TENSORFLOW_CODE:
-            from . import logs
+            from .. import logs
 
             logs.import_tensorflow()  # before the script does: without the start-up banner
         return args.handler(args) or 0
@@ -224,8 +224,5 @@ def main(argv=None) -> int:
         sys.stderr.close()
         return 0
     except (KeyboardInterrupt, Exception) as error:  # noqa: BLE001 - a bug is re-raised by report()
-        return cli_errors.report(error, args.command, args)
+        return reporting.report(error, args.command, args)
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

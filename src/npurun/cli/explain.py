@@ -6,9 +6,9 @@ import shutil
 import textwrap
 from typing import Iterable
 
-from . import onednn as onednn_policy
-from .options import OPTIONS
-from .table import Configurable
+from ..config import onednn as onednn_policy
+from ..config.options import OPTIONS
+from ..config.table import Configurable
 
 
 def _show(value) -> str:

@@ -6,7 +6,7 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
 - `import tensorflow` / `from tensorflow import ...` in a *script* module (one whose file is not in
   site-packages, the standard library or npurun) gives `TF1Module`: `tf.compat.v1` (with what
   `tf_estimator.attach` adds: `tf.estimator`, the NpuOptimizer `Session`, TF 1 `layers`) plus
-  `tf.contrib` (`npurun.compat.contrib`). npurun and third-party libraries keep TensorFlow 2.
+  `tf.contrib` (`npurun.tf1.contrib`). npurun and third-party libraries keep TensorFlow 2.
   The importer is told apart by the globals the import statement passes to `__import__`, so a
   script's own local modules (model.py next to train.py) are scripts too.
 - `tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist.input_data` are importable, and
@@ -40,8 +40,8 @@ from . import contrib
 _ESTIMATOR_MODULES = ("estimator", "run_config", "model_fn", "training")
 _EXTRA_MODULES = {
     "tensorflow.examples": None, "tensorflow.examples.tutorials": None, "tensorflow.examples.tutorials.mnist": None,
-    "tensorflow.examples.tutorials.mnist.input_data": "npurun.compat.mnist_input_data",
-    "tensorflow.python.data.experimental.ops.threadpool": "npurun.compat.data_threadpool",
+    "tensorflow.examples.tutorials.mnist.input_data": "npurun.tf1.mnist_input_data",
+    "tensorflow.python.data.experimental.ops.threadpool": "npurun.tf1.data_threadpool",
     # TF 1's estimator at its implementation path (`from tensorflow.python.estimator import estimator`):
     # each module is the script's tf.estimator, which holds the names scripts take from them.
     "tensorflow.python.estimator": lambda: _estimator_package(),

@@ -38,7 +38,7 @@ def cmd_migrate(args) -> int:
 
 def cmd_check(args) -> int:
     from .check import check_file
-    from .check_report import render_json, render_text
+    from .check.report import render_json, render_text
 
     try:
         findings = check_file(args.script)
@@ -52,7 +52,7 @@ def cmd_check(args) -> int:
 
 def add_compat_commands(subparsers) -> None:
     """Add `run`, `migrate` and `check` to the `npurun` command's subparsers."""
-    from ..cli_help import ExamplesHelpFormatter
+    from ..cli.help import ExamplesHelpFormatter
 
     run = subparsers.add_parser(
         "run", help="run an Ascend adapter script unmodified on this machine",

@@ -30,7 +30,7 @@ Rewrites (each one reported with its line):
 - so that the migrated script runs under plain `python`: `tf.estimator.inputs.numpy_input_fn` ->
   npurun's, `tf.estimator.export.ServingInputReceiver` / `build_raw_serving_input_receiver_fn` /
   `build_parsing_serving_input_receiver_fn` / `PredictOutput` -> npurun.estimator's, and
-  `tf.layers.X` / `tf.compat.v1.layers.X` -> `npu_layers.X` (`from npurun.compat import layers as
+  `tf.layers.X` / `tf.compat.v1.layers.X` -> `npu_layers.X` (`from npurun.tf1 import layers as
   npu_layers`: TF 2.21's Keras 3 has no tf.compat.v1.layers) for the layers npurun provides;
 - arguments on continuation lines aligned with a renamed call's parenthesis move with it.
 
@@ -48,8 +48,9 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..config import OPTIONS
-from .aliases import TF_ESTIMATOR, Unsupported
-from .tf_estimator import TF_RUN_CONFIG_PARAMETERS
+from ..names.coverage import Unsupported
+from ..tf_estimator.table import TF_ESTIMATOR
+from ..tf_estimator import TF_RUN_CONFIG_PARAMETERS
 
 ESTIMATOR_MODULES = ("tensorflow.estimator", "tensorflow.compat.v1.estimator", "tensorflow.compat.v2.estimator")
 # tf.estimator name -> (module to import from, name)
@@ -65,7 +66,7 @@ ESTIMATOR_RENAMES = {
 }
 # deeper tf.estimator names (member path below the estimator module) -> (module, name)
 ESTIMATOR_DEEP_RENAMES = {
-    "inputs.numpy_input_fn": ("npurun.compat.tf_estimator", "numpy_input_fn"),
+    "inputs.numpy_input_fn": ("npurun.tf_estimator", "numpy_input_fn"),
     "export.ServingInputReceiver": ("npurun.estimator", "ServingInputReceiver"),
     "export.build_raw_serving_input_receiver_fn": ("npurun.estimator", "build_raw_serving_input_receiver_fn"),
     "export.build_parsing_serving_input_receiver_fn": ("npurun.estimator", "build_parsing_serving_input_receiver_fn"),
@@ -287,9 +288,9 @@ class NpuMigration(VisitorBasedCodemodCommand):
         layer = self._layer_name(original_node)
         if layer in NPU_LAYERS and isinstance(original_node, cst.Attribute):
             if not self._layers_imported:  # libcst repeats an aliased import once per request
-                AddImportsVisitor.add_needed_import(self.context, "npurun.compat", "layers", "npu_layers")
+                AddImportsVisitor.add_needed_import(self.context, "npurun.tf1", "layers", "npu_layers")
                 self._layers_imported = True
-            self._changed(original_node, f"{_code(original_node)} -> npu_layers.{layer} (from npurun.compat "
+            self._changed(original_node, f"{_code(original_node)} -> npu_layers.{layer} (from npurun.tf1 "
                                          f"import layers as npu_layers; TF 2.21 has no tf.compat.v1.layers)")
             return cst.Attribute(value=cst.Name("npu_layers"), attr=cst.Name(layer))
         member = self._estimator_name(original_node)

@@ -9,7 +9,7 @@ Which TensorFlow the script's `import tensorflow` gives is decided per script (`
 Ascend adapter scripts are TensorFlow 1.15 code, so a script that imports the adapter (`npu_bridge`,
 `hccl`) or uses a name only TensorFlow 1 has (`tf.Session`, `tf.flags`, `tf.contrib`, ...; found
 statically by `npurun check`, over the script and its local modules) gets TensorFlow 1's API in graph
-mode (`npurun.compat.tf1`). Any other script, such as a classic `tf.estimator` script written for
+mode (`npurun.tf1.world`). Any other script, such as a classic `tf.estimator` script written for
 TensorFlow 2.x, keeps TensorFlow 2 (eager by default, `tf.estimator` from npurun). NPURUN_TF_API=1 or
 2 forces the choice. npurun's own log (logger "npurun": loss and step, steps per
 second, evaluation results) is shown at INFO level on stderr, as `npurun train` shows it, unless the
@@ -45,7 +45,7 @@ def script_tf_api(path: str) -> int:
     if forced not in ("", "auto"):
         raise ValueError(f"{TF_API_ENV}={forced!r}: allowed: 1 (TensorFlow 1's API), 2 (TensorFlow 2's) or auto")
     from .check import check_file
-    from .check_tensorflow import TF1_WORLD
+    from .check.tensorflow import TF1_WORLD
 
     try:
         if _adapter_or_contrib(path, set()):
@@ -104,7 +104,7 @@ def run_module(name: str, args=()) -> int:
 def run_script(path: str, args=(), module: str = None) -> int:
     """Run `path` as __main__ with `args`; the exit status it ends with (0 if it just returns). With
     `module`, `path` is that module's file and it runs as `python -m module` runs it."""
-    from . import active
+    from ..adapter import active
 
     path = os.path.abspath(path)
     if not os.path.isfile(path):
@@ -121,7 +121,7 @@ def run_script(path: str, args=(), module: str = None) -> int:
             else:
                 runpy.run_path(path, run_name="__main__")
     except Exception as error:  # noqa: BLE001 - the script's own exception, reported as such
-        from ..cli_errors import debug_wanted, print_script_exception
+        from ..reporting import debug_wanted, print_script_exception
 
         if debug_wanted():
             raise

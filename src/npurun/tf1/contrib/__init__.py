@@ -7,22 +7,22 @@ public ModelZoo-TensorFlow; `MODELZOO_FOLDERS` below) is provided here:
   same functions from it (tf-slim is where they were moved when contrib was removed);
 - `contrib.data`, `contrib.rnn`, `contrib.metrics` map to their TensorFlow 1 successors in
   `tf.compat.v1` (`data.experimental`, `nn.rnn_cell`, `metrics`);
-- `contrib.training.HParams` is `npurun.compat.hparams.HParams`;
-- `contrib.learn`'s ModeKeys, VocabularyProcessor and MNIST reader are `npurun.compat.contrib_learn`;
+- `contrib.training.HParams` is `npurun.tf1.hparams.HParams`;
+- `contrib.learn`'s ModeKeys, VocabularyProcessor and MNIST reader are `npurun.tf1.contrib.learn`;
   `contrib.util` and `contrib.lookup` are their TensorFlow 1 successors (`get_static_value`, `lookup_ops`);
 - `contrib.tpu`'s TPUEstimator / TPUEstimatorSpec / RunConfig / TPUConfig run with `use_tpu=False`, as
-  TensorFlow 1 ran them without a TPU (`npurun.compat.contrib_tpu`).
+  TensorFlow 1 ran them without a TPU (`npurun.tf1.contrib.tpu`).
 
 Every other name raises `AdapterAPIError` naming it, on use (a script that only imports it still
 loads). Nothing here imports TensorFlow until a name is read. The table is rendered into
-docs/compat.md (`render_markdown`).
+docs/compat.md (`npurun.tools.compat_docs`).
 """
 from __future__ import annotations
 
 import importlib
 import types
 
-from .aliases import AdapterAPIError, Mapped, Unsupported, describe, resolve
+from ...names.coverage import AdapterAPIError, Mapped, Unsupported, resolve
 
 _SLIM = "tf_slim"
 _V1 = "tensorflow.compat.v1"
@@ -83,7 +83,7 @@ DATA = _from(f"{_V1}", rename={name: f"{_V1}:data.experimental.{name}" for name 
     make_csv_dataset CsvDataset SqlDataset rejection_resample dense_to_sparse_batch parse_example_dataset
     make_saveable_from_iterator""".split()})
 DATA.update({"TFRecordDataset": Mapped(_target(f"{_V1}:data.TFRecordDataset")),
-             "batch_and_drop_remainder": Mapped("npurun.compat.hparams:batch_and_drop_remainder"),
+             "batch_and_drop_remainder": Mapped("npurun.tf1.hparams:batch_and_drop_remainder"),
              "sliding_window_batch": Unsupported("removed in TensorFlow 1.13; use Dataset.window(...).flat_map")})
 
 RNN = _from(_V1, rename={name: f"{_V1}:nn.rnn_cell.{name}" for name in """
@@ -103,22 +103,22 @@ METRICS = _from(_V1, rename={
     "streaming_mean_squared_error": f"{_V1}:metrics.mean_squared_error",
     "streaming_mean_absolute_error": f"{_V1}:metrics.mean_absolute_error"})
 
-TRAINING = {"HParams": Mapped("npurun.compat.hparams:HParams"),
+TRAINING = {"HParams": Mapped("npurun.tf1.hparams:HParams"),
             "checkpoints_iterator": Mapped(_target(f"{_V1}:train.checkpoints_iterator")),
             "wait_for_new_checkpoint": Mapped("tensorflow.python.training.checkpoint_utils:wait_for_new_checkpoint")}
 
-OPT = {"LazyAdamOptimizer": Mapped("npurun.compat.contrib_opt:LazyAdamOptimizer"),
+OPT = {"LazyAdamOptimizer": Mapped("npurun.tf1.contrib.opt:LazyAdamOptimizer"),
        "AdamWOptimizer": Unsupported("decoupled weight decay is not provided; add the decay to the loss or use "
                                      "an optimizer from the script"),
        "MovingAverageOptimizer": Unsupported("use tf.train.ExponentialMovingAverage and apply() it after the "
                                              "train op")}
 
-IMAGE = {name: Mapped(f"npurun.compat.contrib_image:{name}") for name in (
+IMAGE = {name: Mapped(f"npurun.tf1.contrib.image:{name}") for name in (
     "transform", "rotate", "translate", "angles_to_projective_transforms", "translations_to_projective_transforms",
     "compose_transforms")}
 _TPU = ("TPU execution has no CPU/GPU counterpart here; run TPUEstimator with use_tpu=False (as TensorFlow 1 "
         "did without a TPU), or use tf.estimator.Estimator / NPUEstimator")
-_CONTRIB_TPU = "npurun.compat.contrib_tpu"
+_CONTRIB_TPU = "npurun.tf1.contrib.tpu"
 TPU = {name: Mapped(f"{_CONTRIB_TPU}:{name}") for name in (
     "TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputPipelineConfig")}
 TPU.update({name: Unsupported(_TPU) for name in (
@@ -133,7 +133,7 @@ SUMMARY.update({name: Unsupported(_SUMMARY_WRITERS) for name in (
     "create_file_writer", "always_record_summaries", "record_summaries_every_n_global_steps", "scalar", "image",
     "histogram", "flush", "never_record_summaries", "summary_writer_initializer_op", "create_db_writer")})
 
-_LEARN = "npurun.compat.contrib_learn"
+_LEARN = "npurun.tf1.contrib.learn"
 # contrib.learn: ModeKeys (122 uses in ModelZoo), the VocabularyProcessor of text scripts, the MNIST reader.
 LEARN = {name: Mapped(f"{_LEARN}:{name}") for name in (
     "ModeKeys", "TRAIN", "EVAL", "INFER", "preprocessing", "datasets")}
@@ -172,11 +172,11 @@ PATHS = {
     "slim": _SLIM, "slim.nets": "tf_slim.nets", "slim.python.slim": _SLIM, "slim.python.slim.nets": "tf_slim.nets",
     "layers.python.layers": "tf_slim.layers", "layers.python": "tf_slim.layers",
     "framework.python.ops": "tf_slim.ops", "training.python.training": "tf_slim.training",
-    "image.python.ops.image_ops": "npurun.compat.contrib_image",
-    "image.python.ops.distort_image_ops": "npurun.compat.contrib_image",
-    "tpu.python.tpu.tpu_function": "npurun.compat.contrib_tpu",
-    "tpu.python.tpu.tpu_config": "npurun.compat.contrib_tpu", "tpu.python.tpu.tpu_estimator": "npurun.compat.contrib_tpu",
-    "learn.python.learn.datasets.mnist": "npurun.compat.mnist_input_data",
+    "image.python.ops.image_ops": "npurun.tf1.contrib.image",
+    "image.python.ops.distort_image_ops": "npurun.tf1.contrib.image",
+    "tpu.python.tpu.tpu_function": "npurun.tf1.contrib.tpu",
+    "tpu.python.tpu.tpu_config": "npurun.tf1.contrib.tpu", "tpu.python.tpu.tpu_estimator": "npurun.tf1.contrib.tpu",
+    "learn.python.learn.datasets.mnist": "npurun.tf1.mnist_input_data",
     "learn.python.learn.preprocessing": _LEARN,
 }
 
@@ -307,28 +307,3 @@ def _framework_ops(fullname):
         module.__dict__.update({attribute: getattr(source, attribute) for attribute in source.__all__})
     module.variables = importlib.import_module("tf_slim.ops.variables")
     return module
-
-
-def render_markdown() -> str:
-    lines = ["## `tf.contrib` in the TensorFlow 1 world", "",
-             "TensorFlow 2 has no `tf.contrib`. Scripts run by `npurun run` get the modules below, chosen by how "
-             "many model folders of Ascend's public ModelZoo-TensorFlow use them (counted over its sources; "
-             "`tf.contrib.slim` alone: 141 folders). Any other name raises `AdapterAPIError` naming it when used.",
-             "", "| module | ModelZoo folders | here |", "|---|---|---|"]
-    for name, package in PACKAGES.items():
-        lines.append(f"| `tf.contrib.{name}` | {MODELZOO_FOLDERS.get(name, '')} | the `{package.replace('_', '-')}` "
-                     f"package (`import {package}`) |")
-    for name, table in MODULES.items():
-        lines.append(f"| `tf.contrib.{name}` | {MODELZOO_FOLDERS.get(name, '')} | {len(table)} names, below |")
-    for name, why in UNSUPPORTED_MODULES.items():
-        lines.append(f"| `tf.contrib.{name}` | {MODELZOO_FOLDERS.get(name, '')} | unsupported: {why} |")
-    lines += ["", "Deep import paths map to the same packages: " + ", ".join(
-        f"`tensorflow.contrib.{path}` → `{target}`" for path, target in PATHS.items()) + "."]
-    lines += ["", "These deep paths import (scripts import them at the top) but every use of their names raises "
-              "AdapterAPIError: " + ", ".join(f"`tensorflow.contrib.{path}` ({why})"
-                                               for path, why in IMPORT_ONLY_PATHS.items()) + "."]
-    for name, table in MODULES.items():
-        lines += ["", f"### `tf.contrib.{name}`", "", "| name | status | here |", "|---|---|---|"]
-        for entry_name, entry in table.items():
-            lines.append(f"| `{entry_name}` | {entry.status} | {describe(entry)} |")
-    return "\n".join(lines) + "\n"

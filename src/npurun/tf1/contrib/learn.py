@@ -5,7 +5,7 @@
 - `preprocessing.VocabularyProcessor` / `CategoricalVocabulary`: the text-to-id mapper of Siamese and
   TextCNN-style scripts (fit, transform, fit_transform, reverse, save / restore by pickle). Pure Python,
   as in TensorFlow 1; id 0 is the unknown token and padding.
-- `datasets.mnist`: TensorFlow 1's MNIST reader (`npurun.compat.mnist_input_data`).
+- `datasets.mnist`: TensorFlow 1's MNIST reader (`npurun.tf1.mnist_input_data`).
 
 The Estimator / Experiment / monitors part of contrib.learn has no counterpart here.
 """
@@ -19,7 +19,7 @@ import types
 
 import numpy as np
 
-from . import mnist_input_data
+from .. import mnist_input_data
 
 
 class ModeKeys:

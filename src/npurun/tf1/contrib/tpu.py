@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 
-from .aliases import AdapterAPIError
+from ...names.coverage import AdapterAPIError
 
 _NO_TPU = ("tf.contrib.tpu.TPUEstimator(use_tpu=True) is not supported by npurun: there is no TPU here; pass "
            "use_tpu=False (the scripts' --use_tpu=False) to run it as an Estimator")

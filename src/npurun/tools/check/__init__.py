@@ -35,8 +35,8 @@ import ast
 import os
 from dataclasses import asdict
 
-from .check_report import Finding, render_json, render_text  # noqa: F401 - the report, also reached from here
-from .check_scanner import ModuleScanner
+from .report import Finding, render_json, render_text  # noqa: F401 - the report, also reached from here
+from .scanner import ModuleScanner
 
 
 class _Project:

@@ -10,9 +10,9 @@ import functools
 import os
 import warnings
 
-from ..config import OPTIONS, param_map
-from . import aliases
-from .check_report import Finding
+from ...config import OPTIONS, param_map
+from ...adapter import tables as aliases
+from .report import Finding
 
 RUN_CONFIG_TARGETS = {"npurun.NPURunConfig", "npurun.config.NPURunConfig", "tensorflow.estimator.NPURunConfig",
                       "tensorflow.compat.v1.estimator.NPURunConfig"} | {

@@ -10,9 +10,10 @@ import builtins
 import os
 from dataclasses import replace
 
-from . import aliases, check_tensorflow
-from .check_options import literal, parameter_map_finding, run_config_findings
-from .check_report import Finding
+from ...adapter import tables as aliases
+from . import tensorflow as check_tensorflow
+from .options import literal, parameter_map_finding, run_config_findings
+from .report import Finding
 
 TF_ESTIMATOR_PREFIXES = ("tensorflow.estimator.", "tensorflow.compat.v1.estimator.")
 TF_LAYERS_PREFIXES = ("tensorflow.compat.v1.layers.", "tensorflow.layers.")
@@ -33,7 +34,7 @@ def _star_target(module: str, name: str, entry) -> str:
     """What a name brought in by an adapter star import stands for: npu_init's re-exported modules
     (`tf`, `os`) are followed as those modules (so `tf.Session` is checked as TensorFlow 1 API)."""
     target = getattr(entry, "target", "")
-    if target == "npurun.compat.shims:script_tensorflow":  # the TF1 world's tensorflow, else tf.compat.v1
+    if target == "npurun.adapter.shims:script_tensorflow":  # the TF1 world's tensorflow, else tf.compat.v1
         return "tensorflow" if check_tensorflow.world_available() else "tensorflow.compat.v1"
     if target and ":" not in target and target.split(".")[0] not in (*aliases.ROOTS, "npurun"):
         return target

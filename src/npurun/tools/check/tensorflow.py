@@ -2,8 +2,8 @@
 
 Under `npurun run` a script's `import tensorflow as tf` gives TensorFlow 1's API (npurun's TF1
 world: `tf.compat.v1` plus `tf.contrib`), so `tf.X.Y` is looked up in TensorFlow 1's API names
-(`tf_api_names`, generated from the installed TensorFlow), `tf.contrib...` in the contrib table
-(`npurun.compat.contrib`, owned by the TF1 world), and `tensorflow.python...` module paths on disk.
+(`npurun.tf1.api_names`, generated from the installed TensorFlow), `tf.contrib...` in the contrib table
+(`npurun.tf1.contrib`, owned by the TF1 world), and `tensorflow.python...` module paths on disk.
 Each classification is `(status, detail, error)`; `error` means "this raises here".
 """
 from __future__ import annotations
@@ -14,14 +14,14 @@ import os
 import sys
 from functools import lru_cache
 
-from . import tf_api_names
+from ...tf1.api_names import generated as tf_api_names
 
 TF1_WORLD = "provided by npurun's TF1 world"
 _WORLD_WHY = ("TensorFlow 2 has no tf.{name}; under `npurun run` a script's `import tensorflow` gives TensorFlow 1's "
               "API, which has it")
-# TF 1 module paths the TF1 world puts back (npurun.compat.tf1).
+# TF 1 module paths the TF1 world puts back (npurun.tf1.world).
 WORLD_PATHS = {
-    "tensorflow.examples.tutorials.mnist.input_data": "npurun.compat.mnist_input_data: read_data_sets reads the "
+    "tensorflow.examples.tutorials.mnist.input_data": "npurun.tf1.mnist_input_data: read_data_sets reads the "
                                                       "standard MNIST files from the directory (no download)",
     "tensorflow.python.framework.graph_util.convert_variables_to_constants":
         "tf.compat.v1.graph_util.convert_variables_to_constants, at its TensorFlow 1 path",
@@ -30,7 +30,7 @@ WORLD_PATHS = {
     **{f"tensorflow.python.estimator.{sub}": "the script's tf.estimator (npurun's Estimator, RunConfig, "
                                               "EstimatorSpec, ModeKeys, ...)"
        for sub in ("estimator", "run_config", "model_fn", "training")},
-    "tensorflow.python.data.experimental.ops.threadpool": "npurun.compat.data_threadpool: PrivateThreadPool and "
+    "tensorflow.python.data.experimental.ops.threadpool": "npurun.tf1.data_threadpool: PrivateThreadPool and "
                                                           "override_threadpool as tf.data threading options",
 }
 WORLD_PACKAGES = ("tensorflow.examples", "tensorflow.examples.tutorials", "tensorflow.examples.tutorials.mnist",
@@ -40,8 +40,8 @@ OWN_TABLES = ("estimator", "layers")
 
 
 def world_available() -> bool:
-    """Whether this installation has npurun's TF1 world (`npurun.compat.tf1`)."""
-    return module_exists("npurun.compat.tf1")
+    """Whether this installation has npurun's TF1 world (`npurun.tf1.world`)."""
+    return module_exists("npurun.tf1.world")
 
 
 def _world(detail: str):
@@ -51,9 +51,9 @@ def _world(detail: str):
 
 
 def contrib_table():
-    """The TF1 world's contrib table (`npurun.compat.contrib`), or None when this installation has none."""
+    """The TF1 world's contrib table (`npurun.tf1.contrib`), or None when this installation has none."""
     try:
-        return importlib.import_module("npurun.compat.contrib")
+        return importlib.import_module("npurun.tf1.contrib")
     except ImportError:
         return None
 
@@ -61,7 +61,7 @@ def contrib_table():
 @lru_cache(maxsize=None)
 def _package_dir(top: str):
     if top == "npurun":
-        return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # npurun/tools/check/
     spec = importlib.util.find_spec(top)  # a top-level name: locates it without importing anything
     if spec is None:
         return None
