@@ -98,6 +98,7 @@ IMPORTS_THEN_PROBE = textwrap.dedent("""\
     import os
     from npurun import NPUEstimator  # npurun imports TensorFlow (without its banner)
     import npurun.compat, npurun.debug, npurun.distribute, npurun.estimator, npurun.precision, npurun.runtime
+    import npurun.adapter, npurun.tf1, npurun.tf_estimator, npurun.tools, npurun.util
     os.environ["TF_XLA_FLAGS"] = "--tf_xla_disable_constant_folding=true"
     from tensorflow.python.client import pywrap_tf_session as c_api
     # True only if this is TensorFlow's first (and only) parse of TF_XLA_FLAGS in the process.
