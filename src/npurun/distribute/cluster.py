@@ -92,15 +92,13 @@ class Layout:
 def read_layout(environ: Mapping[str, str] = os.environ) -> Layout:
     """The Layout from TF_CONFIG, or derived from the rank variables (see the module doc)."""
     raw = environ.get("TF_CONFIG", "").strip()
-    try:
-        tf_config = json.loads(raw) if raw else {}
-    except ValueError as err:
-        raise ranks_mod.RankConfigError(f"environment variable TF_CONFIG is not valid JSON: {err}") from None
-    cluster = {job: tuple(addresses) for job, addresses in (tf_config.get("cluster") or {}).items()
-               if job != "evaluator"}
+    tf_config = ranks_mod.parse_tf_config(raw) if raw else {"cluster": {}, "task": {}}
+    cluster = {job: addresses for job, addresses in tf_config["cluster"].items() if job != "evaluator"}
     if cluster:
-        task = tf_config.get("task") or {}
-        task_type, task_id = task.get("type", "worker"), task.get("index", 0)
+        task_type, task_id = tf_config["task"]["type"] or "worker", tf_config["task"]["index"]
+        if task_type not in cluster or not 0 <= task_id < len(cluster[task_type]):
+            raise ranks_mod.RankConfigError(f"environment variable TF_CONFIG: task {task_type!r} {task_id} is not a "
+                                            f"task of the cluster ({', '.join(sorted(cluster))})")
         rank_tasks = tuple((job, i) for job in RANK_JOBS for i in range(len(cluster.get(job, ()))))
         rank_id = rank_tasks.index((task_type, task_id)) if (task_type, task_id) in rank_tasks else None
         if rank_id is not None:
@@ -118,8 +116,9 @@ def _base_port(environ: Mapping[str, str]) -> int:
     text = environ.get("NPURUN_BASE_PORT", "").strip()
     if not text:
         return DEFAULT_BASE_PORT
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError(f"environment variable NPURUN_BASE_PORT: got {text!r}; allowed: a port number")
+    if not (text.isascii() and text.isdigit()) or len(text) > 5 or not 0 < int(text) < 65536:
+        raise ranks_mod.RankConfigError(f"environment variable NPURUN_BASE_PORT: got {text[:40]!r}; allowed: a port "
+                                        f"number 1..65535")
     return int(text)
 
 
@@ -194,6 +193,13 @@ def ensure_server(config=None, layout: Optional[Layout] = None):
         raise RuntimeError(f"cannot start the TensorFlow server of {layout.local_task} on {layout.address}: "
                            f"{str(err).splitlines()[0]} (is the port in use?)") from None
     _server_layout = layout
+    from . import exposure
+
+    # TensorFlow binds every interface whatever the ClusterSpec says (see exposure.py): say so, once
+    # per job (rank 0; a job of ps tasks only has its ps 0 speak).
+    speaker = layout.rank_id == 0 or (layout.rank_size == 0 and (layout.task_type, layout.task_id) == ("ps", 0))
+    exposure.warn_if_exposed("this job's TensorFlow servers (every task binds as this one does; the tf.data "
+                             "feeding service too)", [int(layout.address.rsplit(":", 1)[1])], speaker=speaker)
     return _server
 
 

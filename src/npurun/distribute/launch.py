@@ -98,7 +98,7 @@ def parse_hosts(text: str) -> list[tuple[str, int]]:
         if not item:
             continue
         host, _, slots = item.rpartition(":") if ":" in item else (item, "", "1")
-        if not slots.isdigit() or int(slots) < 1 or not host:
+        if not (slots.isascii() and slots.isdigit()) or len(slots) > 6 or int(slots) < 1 or not host:
             raise ValueError(f"--hosts: {item!r} is not HOST:RANKS with RANKS >= 1")
         hosts.append((host, int(slots)))
     if not hosts:
@@ -127,6 +127,9 @@ def plan_tasks(n: int, ps: int = 0, hosts: Optional[list] = None, base_port: int
             for local in range(slots):
                 tasks.append(Task("worker", rank, host, base_port + local))
                 rank += 1
+        highest = base_port + max(slots for _, slots in hosts) + ps
+        if highest > 65535:
+            raise ValueError(f"--base-port {base_port}: the ports of this launch run up to {highest}, past 65535")
         first, first_slots = hosts[0]
         tasks += [Task("ps", i, first, base_port + first_slots + i) for i in range(ps)]
         for host, slots in hosts:
@@ -151,7 +154,7 @@ def other_host_commands(args, hosts: list) -> list[tuple[str, str]]:
         argv = ["-n", str(args.nproc), "--hosts", args.hosts, "--node-rank", str(i), "--base-port", str(args.base_port)]
         if args.ps:
             argv += ["--ps", str(args.ps)]
-        if args.startup_timeout:
+        if args.startup_timeout is not None:
             argv += ["--startup-timeout", str(args.startup_timeout)]
         argv += [args.script, *args.args]
         commands.append((host, "npurun launch " + " ".join(shlex.quote(a) for a in argv)))
@@ -310,6 +313,29 @@ class Launch:
             time.sleep(0.05)
 
 
+def _ascii_int(text: str) -> int:
+    """argparse type: an int of ASCII digits with an optional '-' (int() would take '٣' and '1_0')."""
+    body = text.strip()
+    digits = body[1:] if body.startswith("-") else body
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer (ASCII digits)")
+    return int(body)
+
+
+def check_flags(args) -> None:
+    """ValueError naming the flag when a launch flag is out of range (before anything starts)."""
+    import math
+
+    if not 1 <= args.base_port <= 65535:
+        raise ValueError(f"--base-port {args.base_port}: allowed: a port 1..65535")
+    if not (math.isfinite(args.grace) and 0 <= args.grace <= 3600):
+        raise ValueError(f"--grace {args.grace}: allowed: seconds in 0..3600")
+    if args.startup_timeout is not None and not 1 <= args.startup_timeout <= 86400:
+        raise ValueError(f"--startup-timeout {args.startup_timeout}: allowed: seconds in 1..86400")
+    if args.ps < 0:
+        raise ValueError(f"--ps {args.ps}: allowed: an int >= 0")
+
+
 def add_launch_command(subparsers) -> argparse.ArgumentParser:
     """Register `npurun launch` on the main CLI's subparsers."""
     parser = subparsers.add_parser(
@@ -323,13 +349,13 @@ def add_launch_command(subparsers) -> argparse.ArgumentParser:
                "  npurun launch -n 2 --ps 1 train_ps.py           # parameter-server mode\n"
                "  npurun launch -n 4 --hosts 10.0.0.1:2,10.0.0.2:2 train.py   # prints host 2's command\n",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-n", "--nproc", type=int, required=True, metavar="N", help="number of ranks")
-    parser.add_argument("--ps", type=int, default=0, metavar="K", help="also start K parameter-server tasks")
+    parser.add_argument("-n", "--nproc", type=_ascii_int, required=True, metavar="N", help="number of ranks")
+    parser.add_argument("--ps", type=_ascii_int, default=0, metavar="K", help="also start K parameter-server tasks")
     parser.add_argument("--hosts", metavar="H:N,...", help="hosts and ranks per host, e.g. 10.0.0.1:2,10.0.0.2:2")
-    parser.add_argument("--node-rank", type=int, default=0, help="which host of --hosts this is (default 0)")
-    parser.add_argument("--base-port", type=int, default=DEFAULT_BASE_PORT,
+    parser.add_argument("--node-rank", type=_ascii_int, default=0, help="which host of --hosts this is (default 0)")
+    parser.add_argument("--base-port", type=_ascii_int, default=DEFAULT_BASE_PORT,
                         help=f"first port on each host with --hosts (default {DEFAULT_BASE_PORT})")
-    parser.add_argument("--startup-timeout", type=int, metavar="SECONDS",
+    parser.add_argument("--startup-timeout", type=_ascii_int, metavar="SECONDS",
                         help="seconds the ranks wait for each other at start-up (sets HCCL_CONNECT_TIMEOUT)")
     parser.add_argument("--grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL (default 5)")
     parser.add_argument("script", help="the Python script each rank runs")
@@ -340,6 +366,7 @@ def add_launch_command(subparsers) -> argparse.ArgumentParser:
 
 def cmd_launch(args) -> int:
     try:
+        check_flags(args)
         hosts = parse_hosts(args.hosts) if args.hosts else None
         if hosts is not None and not 0 <= args.node_rank < len(hosts):
             raise ValueError(f"--node-rank {args.node_rank}: --hosts has {len(hosts)} hosts")
@@ -361,7 +388,7 @@ def cmd_launch(args) -> int:
         print(f"npurun launch: this is host {args.node_rank} ({host}): ranks {mine.start}..{mine.stop - 1}",
               file=sys.stderr)
     extra = {}
-    if args.startup_timeout:
+    if args.startup_timeout is not None:
         extra["HCCL_CONNECT_TIMEOUT"] = str(args.startup_timeout)
     command = [sys.executable, args.script, *args.args]
     if uses_adapter(args.script):  # an Ascend adapter script: each rank runs it as `npurun run` would
