@@ -198,7 +198,7 @@ def ensure_server(config=None, layout: Optional[Layout] = None):
     # TensorFlow binds every interface whatever the ClusterSpec says (see exposure.py): say so, once
     # per job (rank 0; a job of ps tasks only has its ps 0 speak).
     speaker = layout.rank_id == 0 or (layout.rank_size == 0 and (layout.task_type, layout.task_id) == ("ps", 0))
-    exposure.warn_if_exposed("this job's TensorFlow servers (every task binds as this one does; the tf.data "
+    exposure.warn_if_exposed("the TensorFlow servers of this job (every task binds as this one does, a tf.data "
                              "feeding service too)", [int(layout.address.rsplit(":", 1)[1])], speaker=speaker)
     return _server
 

@@ -95,10 +95,9 @@ def exposed(ports: Iterable[int], proc_net: str = "/proc/net") -> list[tuple[int
 
 def warning_text(what: str, found: list[tuple[int, str]]) -> str:
     where = "; ".join(f"port {port} on {place}" for port, place in found)
-    return (f"{what} listen beyond loopback ({where}), without authentication: anyone who can "
-            f"reach these ports can run operations in the ranks. TensorFlow cannot bind them to one address; "
-            f"keep the job on a private network or firewall the ports (docs/distributed.md, Security; "
-            f"{ACK_ENV}=1 silences this)")
+    return (f"{what} listen beyond loopback ({where}) without authentication: anyone who can reach these ports "
+            f"can run operations in the job's processes. TensorFlow cannot bind them to one address; keep the job "
+            f"on a private network or firewall the ports (docs/distributed.md, Security; {ACK_ENV}=1 silences this)")
 
 
 def warn_if_exposed(what: str, ports: Iterable[int], speaker: bool = True) -> Optional[str]:
