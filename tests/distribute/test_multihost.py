@@ -100,3 +100,30 @@ def test_two_hosts_train_data_parallel_to_identical_weights(hosts, tmp_path):
     # the addresses were the namespaces' own: each host's launcher ran its rank there
     assert "this is host 1 (10.213.0.2): ranks 1..1" in results[1][2]
     assert sum("listen beyond loopback" in stderr for _, _, stderr in results) == 1
+
+
+def test_a_duplicated_rank_and_a_differing_rank_count_are_refused_within_seconds(hosts, tmp_path):
+    """Both hosts started with --node-rank 0: two processes claim rank 0. Then host 1 started for 3
+    ranks while host 0 was started for 2. Each is an error naming both, well before the start-up timeout (20 s)."""
+    start = time.monotonic()
+    procs = [launch(hosts, h, tmp_path, 0, script="session_start.py") for h in (0, 1)]
+    results = finish(procs, 60)
+    elapsed = time.monotonic() - start
+    for code, _, stderr in results:
+        assert code != 0 and "two processes claim rank 0" in stderr, stderr[-3000:]
+    assert "says it is rank 0" in results[0][2] and hosts.addresses[1] in results[0][2]
+    assert elapsed < 45, elapsed  # TensorFlow's import and start take most of it; the start-up timeout is 20 s
+
+    spec2, spec3 = f"{hosts.addresses[0]}:1,{hosts.addresses[1]}:1", f"{hosts.addresses[0]}:1,{hosts.addresses[1]}:2"
+    argv = lambda n, spec, node: [PYTHON, "-m", "npurun.distribute.launch", "-n", n, "--hosts", spec, "--node-rank",
+                                  node, "--base-port", "31200", "--startup-timeout", "20", "--grace", "3",
+                                  str(HERE / "scripts" / "session_start.py")]
+    start = time.monotonic()
+    procs = [hosts.popen(0, argv("2", spec2, "0"), env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True),
+             hosts.popen(1, argv("3", spec3, "1"), env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)]
+    results = finish(procs, 60)
+    assert all(code != 0 for code, _, _ in results), [r[2][-2000:] for r in results]
+    assert "describes a cluster with more ranks than this process's 2" in results[0][2], results[0][2][-3000:]
+    assert time.monotonic() - start < 45

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -30,7 +31,7 @@ from typing import Mapping, Optional
 
 from . import ranks as ranks_mod
 from . import settings
-from .errors import CollectiveTimeoutError, StartupTimeoutError, explained, tf_reason
+from .errors import CollectiveTimeoutError, StartupIdentityError, StartupTimeoutError, explained, tf_reason
 
 DEFAULT_BASE_PORT = 29600
 RANK_JOBS = ("chief", "master", "worker")  # the jobs whose tasks are ranks, in rank order
@@ -76,6 +77,22 @@ class Layout:
     @property
     def target(self) -> str:
         return "grpc://" + self.address
+
+    def peer_tasks(self) -> list[tuple[str, str, tuple]]:
+        """(name, address, (job, index)) of every other task this process needs (see `peers`)."""
+        found = []
+        for rank, (job, index) in enumerate(self.rank_tasks):
+            if (job, index) != (self.task_type, self.task_id):
+                found.append((f"rank {rank}", self.cluster[job][index], (job, index)))
+        for index, address in enumerate(self.cluster.get("ps", ())):
+            if ("ps", index) != (self.task_type, self.task_id):
+                found.append((f"ps {index}", address, ("ps", index)))
+        return found
+
+    def task_name(self, job: str, index: int) -> str:
+        if (job, index) in self.rank_tasks:
+            return f"rank {self.rank_tasks.index((job, index))}"
+        return f"{job} {index}"
 
     def peers(self) -> list[tuple[str, str]]:
         """(name, address) of every other task this process needs: the other ranks and any ps tasks."""
@@ -217,7 +234,8 @@ def wait_for_peers(layout: Optional[Layout] = None, timeout: Optional[float] = N
     """Wait until every peer's server accepts connections; the seconds it took.
 
     Raises StartupTimeoutError naming the peers still unreachable after `timeout` seconds
-    (default: the start-up timeout, HCCL_CONNECT_TIMEOUT).
+    (default: the start-up timeout, HCCL_CONNECT_TIMEOUT); then `check_identity`: a
+    StartupIdentityError when two processes claim one task or the rank counts differ.
     """
     layout = layout or read_layout()
     timeout = settings.startup_timeout() if timeout is None else timeout
@@ -235,7 +253,105 @@ def wait_for_peers(layout: Optional[Layout] = None, timeout: Optional[float] = N
                 missing=tuple(name for name, _ in missing))
         if missing:
             time.sleep(0.1)
+    if layout.peers():
+        check_identity(layout)
     return time.monotonic() - start
+
+
+_DEVICE_TASK = re.compile(r"/job:([^/]+)/replica:\d+/task:(\d+)/")
+
+
+def _is_own(address: str, layout: Layout) -> bool:
+    """Whether `address` is served by this process: its port is ours and its host one of this machine's."""
+    host, port = address.rsplit(":", 1)
+    if port != layout.address.rsplit(":", 1)[1]:
+        return False
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), None, proto=socket.IPPROTO_TCP)
+    except OSError:
+        return False
+    for family, _, _, _, sockaddr in infos:
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.bind((sockaddr[0], 0))  # succeeds only for an address of this machine
+            return True
+        except OSError:
+            continue
+    return False
+
+
+def _linger(seconds: float) -> None:
+    """Keep this process's server up a moment before failing, so that the other claimant's own
+    probe reaches it and fails with the same explanation (not a start-up timeout)."""
+    if seconds > 0:
+        time.sleep(seconds)
+
+
+def check_identity(layout: Optional[Layout] = None, timeout: float = 5.0, linger: float = 5.0) -> None:
+    """Ask every peer's server which task it is and whether its cluster has more ranks than ours;
+    `StartupIdentityError` naming both processes when two claim one task or the rank counts differ.
+
+    How (TensorFlow has no "who are you" call): a session on the peer's own master with a device
+    filter naming the first task past this process's rank job (`/job:worker/replica:0/task:<n>`).
+    A master always lists its own devices, named after the task it serves; with the same cluster,
+    no other device matches the filter. A device of task n, or a listing that does not return
+    within `timeout` (the peer's master is waiting for its task n), means the peer's cluster has
+    more ranks than ours. Each probe is one round trip (~0.2 s on loopback). Before raising, the
+    server stays up `linger` seconds so that the other process's probe finds this one too.
+    """
+    import tensorflow as tf
+
+    layout = layout or read_layout()
+    job = layout.rank_tasks[-1][0] if layout.rank_tasks else "worker"
+    beyond = (job, len(layout.cluster.get(job, ())))
+    me = f"{layout.task_name(layout.task_type, layout.task_id)} ({layout.address}, pid {os.getpid()} on " \
+         f"{socket.gethostname()})"
+    config = tf.compat.v1.ConfigProto(device_filters=[f"/job:{beyond[0]}/replica:0/task:{beyond[1]}"])
+    for name, address, task in layout.peer_tasks():
+        outcome: dict = {}
+
+        def probe():
+            try:
+                graph = tf.Graph()
+                with graph.as_default():
+                    nothing = tf.no_op(name="npurun_identity_probe")
+                with tf.compat.v1.Session("grpc://" + address, graph=graph, config=config) as session:
+                    session.run(nothing)  # creates the session (ListDevices alone warns that it does)
+                    outcome["devices"] = [d.name for d in session.list_devices()]
+            except Exception as err:  # noqa: BLE001 - a peer that went away is the barrier's to report
+                outcome["error"] = err
+
+        thread = threading.Thread(target=probe, name="npurun-identity-probe", daemon=True)
+        thread.start()
+        thread.join(timeout)
+        if thread.is_alive():
+            _linger(linger)
+            raise StartupIdentityError(
+                f"{me}: {name} at {address} describes a cluster with more ranks than this process's "
+                f"{layout.rank_size} (its server waits for {layout.task_name(*beyond) if beyond in layout.rank_tasks else f'{beyond[0]} {beyond[1]}'}, which this "
+                f"process's cluster does not have): every host must be started with the same rank count "
+                f"(-n / --hosts, TF_CONFIG, RANK_SIZE)", missing=(name,))
+        if "devices" not in outcome:
+            continue
+        tasks = {(m.group(1), int(m.group(2))) for m in map(_DEVICE_TASK.search, outcome["devices"]) if m}
+        if beyond in tasks:
+            _linger(linger)
+            raise StartupIdentityError(
+                f"{me}: {name} at {address} describes a cluster with more ranks than this process's "
+                f"{layout.rank_size}: every host must be started with the same rank count (-n / --hosts, "
+                f"TF_CONFIG, RANK_SIZE)", missing=(name,))
+        claimed = sorted(t for t in tasks if t != beyond)
+        if claimed and task not in claimed:
+            other = ", ".join(f"{layout.task_name(*t)} (/job:{t[0]}/task:{t[1]})" for t in claimed)
+            if _is_own(address, layout):
+                where = (f"{name}'s address {address} is this machine's and this process's port: this process "
+                         f"runs where {name} should, while it is {other.split(' (')[0]} by its environment")
+            else:
+                where = f"the process at {address}, where the cluster places {name}, says it is {other}"
+            _linger(linger)
+            raise StartupIdentityError(
+                f"{me}: {where}: two processes claim {other.split(' (')[0]}. Check that every host was started "
+                f"with its own --node-rank (or TF_CONFIG task index / RANK_ID)", missing=(name,))
 
 
 def barrier_op(timeout: Optional[int] = None):

@@ -53,6 +53,10 @@ class InitializationTimeoutError(StartupTimeoutError):
     """
 
 
+class StartupIdentityError(StartupTimeoutError):
+    """Two processes claim one task (rank), or the processes disagree on how many ranks there are."""
+
+
 class CollectiveTimeoutError(RuntimeError):
     """A collective operation failed because a peer rank stopped, hung or became unreachable."""
 
