@@ -127,3 +127,27 @@ def test_a_duplicated_rank_and_a_differing_rank_count_are_refused_within_seconds
     assert all(code != 0 for code, _, _ in results), [r[2][-2000:] for r in results]
     assert "describes a cluster with more ranks than this process's 2" in results[0][2], results[0][2][-3000:]
     assert time.monotonic() - start < 45
+
+
+def test_a_cut_link_stops_both_hosts_within_the_peer_timeout(hosts, tmp_path):
+    """Training runs until the link between the hosts is cut; each side stops within NPURUN_PEER_TIMEOUT (6 s)
+    plus a probe interval, naming the peer, long before hccl_timeout (600 s here)."""
+    spec = ",".join(f"{a}:1" for a in hosts.addresses[:2])
+    argv = lambda node: [PYTHON, "-m", "npurun.distribute.launch", "-n", "2", "--hosts", spec, "--node-rank", node,
+                         "--base-port", "31300", "--startup-timeout", "30", "--grace", "2",
+                         str(HERE / "scripts" / "session_loop.py")]
+    procs = [hosts.popen(h, argv(str(h)), env=env(NPURUN_PEER_TIMEOUT="6", HCCL_EXEC_TIMEOUT="600"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for h in (0, 1)]
+    try:
+        line = procs[0].stdout.readline()  # the first step ran on both ranks
+        assert line.startswith("[rank 0] step"), procs[0].stderr.read()[-3000:] if procs[0].poll() is not None else line
+        hosts.set_link(1, up=False)
+        cut = time.monotonic()
+        results = finish(procs, 60)
+        elapsed = time.monotonic() - cut
+    finally:
+        hosts.set_link(1, up=True)
+    for (code, _, stderr), peer in zip(results, ("rank 1", "rank 0")):
+        assert code == 1, stderr[-3000:]
+        assert f"{peer} (" in stderr and "has not answered" in stderr and "NPURUN_PEER_TIMEOUT=6" in stderr
+    assert elapsed < 20, elapsed

@@ -143,6 +143,13 @@ def _local_index(hosts, rank: int) -> int:
     return [r for r, host in enumerate(hosts) if host == hosts[rank]].index(rank)
 
 
+def who(layout: Layout) -> str:
+    """`rank R of N` (or the task, for a ps) for messages."""
+    if layout.rank_id is not None:
+        return f"rank {layout.rank_id} of {layout.rank_size}"
+    return f"{layout.task_type} {layout.task_id}"
+
+
 def is_distributed(layout: Optional[Layout] = None) -> bool:
     """Whether this process has peers (more than one rank, or parameter servers)."""
     layout = layout or read_layout()
@@ -436,6 +443,12 @@ def session_class():
                 with explained(self.settings, self.run_deadline):
                     return super().run(fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata)
 
+            def close(self):
+                from . import watchdog
+
+                watchdog.disarm()
+                super().close()
+
         _session_class = DistributedSession
     return _session_class
 
@@ -467,4 +480,7 @@ def create_session(config=None, graph=None, timeout: Optional[float] = None):
         op = barrier_op(int(timeout) if timeout else None)
     session = session_type(server.target, graph=graph, config=proto, run_deadline=deadline)
     run_barrier(session, op, layout, timeout)
+    from . import watchdog
+
+    watchdog.arm(layout.peers(), who(layout))  # disarmed when the session closes
     return session
