@@ -3,7 +3,8 @@
 Each rank is `python script.py args` with RANK_ID, RANK_SIZE and TF_CONFIG (a `worker` job of N
 tasks; with `--ps K` also a `ps` job), NPURUN_FEED_PORT (the host's input-feeding service, see
 feed.py) and, with `--startup-timeout`, HCCL_CONNECT_TIMEOUT. On one host the ports are free
-ports of 127.0.0.1.
+ports named as 127.0.0.1 in TF_CONFIG (TensorFlow's servers listen on every interface regardless:
+see distribute/exposure.py). Out-of-range flags are one error line, exit status 2.
 
 Rules:
 - Every output line of a task is printed with its prefix, `[rank i] ` (or `[ps i] `), stdout to
@@ -341,7 +342,8 @@ def add_launch_command(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "launch", help="start N ranks of a training script on this machine (data-parallel or parameter-server)",
         description="Start N ranks of `python SCRIPT ARGS` with RANK_ID, RANK_SIZE and TF_CONFIG set (free "
-                    "ports of 127.0.0.1 on one host). Output lines are prefixed [rank i]. When a rank fails "
+                    "ports, named as 127.0.0.1, on one host; TensorFlow's servers listen on every interface "
+                    "all the same: see docs/distributed.md, Security). Output lines are prefixed [rank i]. When a rank fails "
                     "every rank is stopped and the launcher exits with its status. A script that imports Ascend's "
                     "adapter (npu_bridge, hccl) runs as `npurun run SCRIPT ARGS` on each rank.",
         epilog="examples:\n"
