@@ -151,3 +151,21 @@ def test_a_cut_link_stops_both_hosts_within_the_peer_timeout(hosts, tmp_path):
         assert code == 1, stderr[-3000:]
         assert f"{peer} (" in stderr and "has not answered" in stderr and "NPURUN_PEER_TIMEOUT=6" in stderr
     assert elapsed < 20, elapsed
+
+
+def test_ps_across_hosts_serves_until_every_worker_of_the_job_finished(hosts, tmp_path):
+    """Host 0 runs ps 0 and worker rank 0 (100 steps), host 1 runs worker rank 1 (400 steps, so it trains on
+    alone after host 0's rank finished): the ps keeps serving until rank 1 is done, and both hosts exit 0."""
+    spec = ",".join(f"{a}:1" for a in hosts.addresses[:2])
+    argv = lambda node, steps: [PYTHON, "-m", "npurun.distribute.launch", "-n", "2", "--ps", "1", "--hosts", spec,
+                                "--node-rank", node, "--base-port", "31400", "--startup-timeout", "30", "--grace", "3",
+                                str(HERE / "scripts" / "estimator_ps.py"), str(tmp_path), steps, "8"]
+    procs = [hosts.popen(h, argv(str(h), steps), env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for h, steps in ((0, "100"), (1, "400"))]
+    results = finish(procs, 120)
+    for code, _, stderr in results:
+        assert code == 0, stderr[-4000:]
+    assert "every rank of this host finished; ps 0 keep serving until the workers of the other hosts finish" in results[0][2]
+    assert "CollectiveTimeoutError" not in results[1][2]
+    late = json.loads((tmp_path / "worker1.json").read_text())
+    assert late["global_step"] >= 400 and late["var_devices"] == ["/job:ps/task:0"] * len(late["var_devices"])

@@ -16,7 +16,8 @@ Rules:
   (`npurun launch: rank 1 failed: exited with status 3 ...`), every other task is stopped (SIGTERM,
   then SIGKILL after `--grace` seconds) and the launcher exits with that status (128 + signal
   number for a task killed by a signal). A rank that exits 0 is done; when every rank is done the
-  ps tasks (which serve forever) are stopped and the launcher exits 0.
+  ps tasks are stopped and the launcher exits 0 (with --hosts, when workers run on other hosts,
+  the ps tasks end by themselves once every worker of the job has finished: see ps.py).
 - SIGINT / SIGTERM to the launcher stop every task; the exit status is 128 + the signal. The
   ranks get the signal once, from the launcher (NPUEstimator then stops every rank after the same
   run and the chief saves: give it `--grace` seconds for the run in flight and the checkpoint).
@@ -207,6 +208,8 @@ class Launch:
         self.procs: dict = {}
         self.threads: list = []
         self._signal: Optional[int] = None
+        self.remote_workers = 0  # workers of the job on other hosts (set by cmd_launch with --hosts)
+        self._waiting_note = False
 
     def _note(self, text: str) -> None:
         with _Prefixer.lock:
@@ -293,7 +296,7 @@ class Launch:
                                f"{_signal_name(code)} (its output above is prefixed [{label}])")
                     self.stop_all(f"{label} exited with status {_status(code)}")
                     return _status(code)
-                if code == 0 and task.job == "ps":
+                if code == 0 and task.job == "ps" and any(self.procs[r][1].poll() is None for r in ranks):
                     self.stop_all(f"{label} exited before the ranks finished")
                     return 1
             if preempted is not None and all(self.procs[label][1].poll() is not None for label in ranks):
@@ -308,7 +311,17 @@ class Launch:
                 self.stop_all(f"{', '.join(running)} still running {PREEMPTED_WAIT:g} s after a rank was preempted")
                 return preempted[0]
             if all(self.procs[label][1].poll() == 0 for label in ranks):
-                if len(ranks) < len(self.procs):  # parameter servers serve until stopped
+                ps_running = [t for t, p in self.procs.values() if t.job == "ps" and p.poll() is None]
+                if ps_running and self.remote_workers:
+                    # workers on other hosts still use these ps tasks: they stop when every worker has
+                    # finished (distribute/ps.py); say so once and wait
+                    if not self._waiting_note:
+                        self._note(f"every rank of this host finished; {', '.join(t.label for t in ps_running)} "
+                                   f"keep serving until the workers of the other hosts finish")
+                        self._waiting_note = True
+                    time.sleep(0.05)
+                    continue
+                if ps_running:  # parameter servers serve until stopped
                     self.stop_all("every rank finished")
                 return 0
             time.sleep(0.05)
@@ -395,7 +408,10 @@ def cmd_launch(args) -> int:
     command = [sys.executable, args.script, *args.args]
     if uses_adapter(args.script):  # an Ascend adapter script: each rank runs it as `npurun run` would
         command = [sys.executable, "-m", "npurun.compat", "run", args.script, *args.args]
-    return Launch(tasks, command, grace=args.grace, extra_env=extra).run()
+    launch = Launch(tasks, command, grace=args.grace, extra_env=extra)
+    if hosts is not None:
+        launch.remote_workers = args.nproc - hosts[args.node_rank][1]
+    return launch.run()
 
 
 def uses_adapter(script: str) -> bool:

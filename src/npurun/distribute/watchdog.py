@@ -60,6 +60,19 @@ def answers(address: str, timeout: float) -> bool:
         return False  # timed out, no route, network unreachable, name not resolved
 
 
+def state(address: str, timeout: float) -> str:
+    """"up" (the port accepts), "refused" (the host answers, nothing listens: the process is gone)
+    or "silent" (no answer: timed out, no route)."""
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return "up"
+    except ConnectionRefusedError:
+        return "refused"
+    except OSError as err:
+        return "refused" if err.errno in (errno.ECONNREFUSED, errno.ECONNRESET) else "silent"
+
+
 class PeerWatch(threading.Thread):
     """Connects to every peer every `interval` s; calls `on_lost(name, address, silent_for)` once
     for the first peer that gave no answer for `timeout` s."""
