@@ -411,6 +411,8 @@ def cmd_launch(args) -> int:
     launch = Launch(tasks, command, grace=args.grace, extra_env=extra)
     if hosts is not None:
         launch.remote_workers = args.nproc - hosts[args.node_rank][1]
+    if not launch.remote_workers:
+        launch.extra_env["NPURUN_LAUNCH_STOPS_PS"] = "1"  # every worker is here: this launcher stops the ps tasks
     return launch.run()
 
 

@@ -11,8 +11,8 @@ Rules:
 - A `ps` task serves its variables until every worker of the whole job has finished, on whichever
   host (each was seen serving and its port now refuses: `WorkersDone`), then the process exits 0
   (SystemExit(0) from `run_ps_task`); or until it is stopped (SIGTERM / SIGINT, see `run_ps_task`). A single-host
-  `npurun launch --ps K` stops the ps tasks when every rank has finished; a multi-host one lets
-  them end by themselves.
+  `npurun launch --ps K` stops the ps tasks when every rank has finished (it sets
+  NPURUN_LAUNCH_STOPS_PS=1, which turns the watch off); a multi-host one lets them end by themselves.
 - Worker sessions see only their own task and the ps tasks (`device_filters`), and the start-up
   waits (bounded) for the ps tasks and the other workers.
 - Only the chief (rank 0: the `chief` task, else worker 0) initialises or restores the shared
@@ -35,6 +35,7 @@ Rules:
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Optional
 
@@ -79,7 +80,8 @@ def run_ps_task(layout: Optional[cluster.Layout] = None) -> None:
         server.join()
         return
     # server.join() blocks in C++, where Python's signal handlers never run: wait in Python instead.
-    done = WorkersDone(layout)
+    # A launcher that runs every worker of the job stops the ps itself (NPURUN_LAUNCH_STOPS_PS=1).
+    done = WorkersDone(layout if os.environ.get("NPURUN_LAUNCH_STOPS_PS") != "1" else None)
     while not watch.requested:
         if done.check():
             logger.info("npurun: %s: every worker of the job (%s) has finished; stopping serving the parameters",
@@ -101,10 +103,11 @@ class WorkersDone:
     once and its port now refuses connections (its process is gone), or its host has been silent
     for NPURUN_PEER_TIMEOUT since. Checked at most every 0.5 s."""
 
-    def __init__(self, layout: cluster.Layout, interval: float = 0.5):
+    def __init__(self, layout: Optional[cluster.Layout], interval: float = 0.5):
         from . import watchdog
 
-        self.workers = [(f"rank {r}", layout.cluster[job][index]) for r, (job, index) in enumerate(layout.rank_tasks)]
+        self.workers = [] if layout is None else [
+            (f"rank {r}", layout.cluster[job][index]) for r, (job, index) in enumerate(layout.rank_tasks)]
         self.interval, self.next = interval, 0.0
         self.seen: set = set()
         self.silent_since: dict = {}
