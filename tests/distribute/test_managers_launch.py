@@ -2,6 +2,7 @@
 no RANK_ID / RANK_SIZE / TF_CONFIG), on loopback: they find each other, train data-parallel to identical
 weights, and only the chief (the manager's rank 0) is the chief."""
 import json
+import os
 
 import pytest
 
@@ -36,3 +37,18 @@ def test_torchrun_environment_launches_two_ranks(out):
     for r in range(2):
         extra[r] = {"RANK": str(r), "LOCAL_RANK": str(r)}
     check(out, run_ranks("manager_train.py", 2, out, extra=extra, tf_config=False, timeout=90))
+
+
+def test_a_rank_that_does_not_see_the_chiefs_model_dir_is_refused(out):
+    """Each rank given its own model_dir (as with a local disk per host): rank 1 stops within the
+    start-up timeout saying that a shared model_dir is required for resume."""
+    from .conftest import Ranks
+
+    ranks = Ranks("estimator_no_tf_config.py", 2, out,
+                  extra={"all": {"NPURUN_CHECK_SHARED_MODEL_DIR": "1", "HCCL_CONNECT_TIMEOUT": "6"}})
+    results = ranks.wait(90)
+    assert results[1].returncode != 0
+    assert "SharedModelDirError" in results[1].stderr and "shared model_dir" in results[1].stderr
+    assert "is required for resume" in results[1].stderr and str(out / "model1") in results[1].stderr
+    assert results[0].returncode != 0  # the chief's start-up then fails: rank 1 never joins
+    assert not [n for n in os.listdir(out / "model1" / ".npurun_shared")]  # its token was removed
