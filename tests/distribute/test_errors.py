@@ -173,3 +173,26 @@ def test_nested_blocks_explain_once(rank0_of_2):
                 raise peer_error(tf.errors.DeadlineExceededError, "Collective has timed out")
     assert "hccl_timeout=5 s" in str(caught.value)
     assert isinstance(caught.value.__cause__, tf.errors.DeadlineExceededError)
+
+
+def test_a_lost_parameter_server_is_named_with_its_deadline_not_as_a_collective(monkeypatch):
+    """PS mode has no collectives: a worker's lost connection names the ps task and op_wait_timeout."""
+    import json
+
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"],
+                                                            "ps": ["10.0.0.9:3", "10.0.0.8:4"]},
+                                                "task": {"type": "worker", "index": 1}}))
+    for name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    lost = tf.errors.UnavailableError(None, None, "From /job:ps/replica:0/task:1:\nSocket closed")
+    with pytest.raises(errors.ParameterServerError) as caught:
+        with errors.explained({"op_wait_timeout": 30}):
+            raise lost
+    text = str(caught.value)
+    assert text.startswith("worker rank 1 of 2 (parameter-server mode): lost its connection to the parameter server: "
+                           "ps 1 (10.0.0.8:4) stopped")
+    assert "op_wait_timeout=30 s" in text and "ollective" not in text and "hccl_timeout" not in text
+    assert caught.value.ps_tasks == ("ps 1",) and caught.value.__cause__ is lost
+    with pytest.raises(errors.ParameterServerError, match="runs have no deadline in PS mode unless op_wait_timeout"):
+        with errors.explained():
+            raise tf.errors.UnavailableError(None, None, "failed to connect to all addresses")

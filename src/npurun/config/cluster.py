@@ -1,4 +1,5 @@
-"""Where this process sits in a cluster, read from `TF_CONFIG` and the Ascend `RANK_ID` variables.
+"""Where this process sits in a cluster, read from `TF_CONFIG`, the Ascend `RANK_ID` variables and a
+cluster manager's rank (srun, torchrun, mpirun: see `managers`).
 
 Plain Python (no TensorFlow): the same rules as tf.estimator.RunConfig's derived properties.
 """
@@ -8,6 +9,8 @@ import json
 import os
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
+
+from . import managers
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,11 @@ class ClusterInfo:
 
 def read_cluster(environ: Mapping[str, str] = os.environ) -> ClusterInfo:
     """The cluster described by `TF_CONFIG` and `RANK_ID`; errors name the variable and the problem."""
-    rank_id = None
-    if environ.get("RANK_ID", "").strip():
-        text = environ["RANK_ID"].strip()
-        if not text.isdigit():
-            raise ValueError(f"environment variable RANK_ID: got {text!r}; allowed: an int >= 0")
-        rank_id = int(text)
+    rank_id = managers.env_int(environ, "RANK_ID")  # ASCII digits only: "²" and "٣" are refused
+    if rank_id is None and not environ.get("TF_CONFIG", "").strip() and not environ.get("RANK_SIZE", "").strip():
+        manager = managers.read_manager(environ)  # srun / torchrun / mpirun: the chief is their rank 0
+        if manager is not None:
+            rank_id = manager.rank_id
     raw = environ.get("TF_CONFIG", "").strip()
     if not raw:
         return ClusterInfo(rank_id=rank_id)

@@ -30,6 +30,8 @@ _LAZY = {
     "StartupTimeoutError": ("npurun.distribute.errors", "StartupTimeoutError"),
     "CollectiveTimeoutError": ("npurun.distribute.errors", "CollectiveTimeoutError"),
     "InitializationTimeoutError": ("npurun.distribute.errors", "InitializationTimeoutError"),
+    "StartupIdentityError": ("npurun.distribute.errors", "StartupIdentityError"),
+    "ParameterServerError": ("npurun.distribute.errors", "ParameterServerError"),
 }
 
 

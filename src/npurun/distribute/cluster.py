@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -30,7 +31,7 @@ from typing import Mapping, Optional
 
 from . import ranks as ranks_mod
 from . import settings
-from .errors import CollectiveTimeoutError, StartupTimeoutError, explained, tf_reason
+from .errors import CollectiveTimeoutError, StartupIdentityError, StartupTimeoutError, explained, tf_reason
 
 DEFAULT_BASE_PORT = 29600
 RANK_JOBS = ("chief", "master", "worker")  # the jobs whose tasks are ranks, in rank order
@@ -77,6 +78,22 @@ class Layout:
     def target(self) -> str:
         return "grpc://" + self.address
 
+    def peer_tasks(self) -> list[tuple[str, str, tuple]]:
+        """(name, address, (job, index)) of every other task this process needs (see `peers`)."""
+        found = []
+        for rank, (job, index) in enumerate(self.rank_tasks):
+            if (job, index) != (self.task_type, self.task_id):
+                found.append((f"rank {rank}", self.cluster[job][index], (job, index)))
+        for index, address in enumerate(self.cluster.get("ps", ())):
+            if ("ps", index) != (self.task_type, self.task_id):
+                found.append((f"ps {index}", address, ("ps", index)))
+        return found
+
+    def task_name(self, job: str, index: int) -> str:
+        if (job, index) in self.rank_tasks:
+            return f"rank {self.rank_tasks.index((job, index))}"
+        return f"{job} {index}"
+
     def peers(self) -> list[tuple[str, str]]:
         """(name, address) of every other task this process needs: the other ranks and any ps tasks."""
         found = []
@@ -92,15 +109,13 @@ class Layout:
 def read_layout(environ: Mapping[str, str] = os.environ) -> Layout:
     """The Layout from TF_CONFIG, or derived from the rank variables (see the module doc)."""
     raw = environ.get("TF_CONFIG", "").strip()
-    try:
-        tf_config = json.loads(raw) if raw else {}
-    except ValueError as err:
-        raise ranks_mod.RankConfigError(f"environment variable TF_CONFIG is not valid JSON: {err}") from None
-    cluster = {job: tuple(addresses) for job, addresses in (tf_config.get("cluster") or {}).items()
-               if job != "evaluator"}
+    tf_config = ranks_mod.parse_tf_config(raw) if raw else {"cluster": {}, "task": {}}
+    cluster = {job: addresses for job, addresses in tf_config["cluster"].items() if job != "evaluator"}
     if cluster:
-        task = tf_config.get("task") or {}
-        task_type, task_id = task.get("type", "worker"), task.get("index", 0)
+        task_type, task_id = tf_config["task"]["type"] or "worker", tf_config["task"]["index"]
+        if task_type not in cluster or not 0 <= task_id < len(cluster[task_type]):
+            raise ranks_mod.RankConfigError(f"environment variable TF_CONFIG: task {task_type!r} {task_id} is not a "
+                                            f"task of the cluster ({', '.join(sorted(cluster))})")
         rank_tasks = tuple((job, i) for job in RANK_JOBS for i in range(len(cluster.get(job, ()))))
         rank_id = rank_tasks.index((task_type, task_id)) if (task_type, task_id) in rank_tasks else None
         if rank_id is not None:
@@ -118,13 +133,21 @@ def _base_port(environ: Mapping[str, str]) -> int:
     text = environ.get("NPURUN_BASE_PORT", "").strip()
     if not text:
         return DEFAULT_BASE_PORT
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError(f"environment variable NPURUN_BASE_PORT: got {text!r}; allowed: a port number")
+    if not (text.isascii() and text.isdigit()) or len(text) > 5 or not 0 < int(text) < 65536:
+        raise ranks_mod.RankConfigError(f"environment variable NPURUN_BASE_PORT: got {text[:40]!r}; allowed: a port "
+                                        f"number 1..65535")
     return int(text)
 
 
 def _local_index(hosts, rank: int) -> int:
     return [r for r, host in enumerate(hosts) if host == hosts[rank]].index(rank)
+
+
+def who(layout: Layout) -> str:
+    """`rank R of N` (or the task, for a ps) for messages."""
+    if layout.rank_id is not None:
+        return f"rank {layout.rank_id} of {layout.rank_size}"
+    return f"{layout.task_type} {layout.task_id}"
 
 
 def is_distributed(layout: Optional[Layout] = None) -> bool:
@@ -194,6 +217,13 @@ def ensure_server(config=None, layout: Optional[Layout] = None):
         raise RuntimeError(f"cannot start the TensorFlow server of {layout.local_task} on {layout.address}: "
                            f"{str(err).splitlines()[0]} (is the port in use?)") from None
     _server_layout = layout
+    from . import exposure
+
+    # TensorFlow binds every interface whatever the ClusterSpec says (see exposure.py): say so, once
+    # per job (rank 0; a job of ps tasks only has its ps 0 speak).
+    speaker = layout.rank_id == 0 or (layout.rank_size == 0 and (layout.task_type, layout.task_id) == ("ps", 0))
+    exposure.warn_if_exposed("the TensorFlow servers of this job (every task binds as this one does, a tf.data "
+                             "feeding service too)", [int(layout.address.rsplit(":", 1)[1])], speaker=speaker)
     return _server
 
 
@@ -211,7 +241,8 @@ def wait_for_peers(layout: Optional[Layout] = None, timeout: Optional[float] = N
     """Wait until every peer's server accepts connections; the seconds it took.
 
     Raises StartupTimeoutError naming the peers still unreachable after `timeout` seconds
-    (default: the start-up timeout, HCCL_CONNECT_TIMEOUT).
+    (default: the start-up timeout, HCCL_CONNECT_TIMEOUT); then `check_identity`: a
+    StartupIdentityError when two processes claim one task or the rank counts differ.
     """
     layout = layout or read_layout()
     timeout = settings.startup_timeout() if timeout is None else timeout
@@ -229,7 +260,105 @@ def wait_for_peers(layout: Optional[Layout] = None, timeout: Optional[float] = N
                 missing=tuple(name for name, _ in missing))
         if missing:
             time.sleep(0.1)
+    if layout.peers():
+        check_identity(layout)
     return time.monotonic() - start
+
+
+_DEVICE_TASK = re.compile(r"/job:([^/]+)/replica:\d+/task:(\d+)/")
+
+
+def _is_own(address: str, layout: Layout) -> bool:
+    """Whether `address` is served by this process: its port is ours and its host one of this machine's."""
+    host, port = address.rsplit(":", 1)
+    if port != layout.address.rsplit(":", 1)[1]:
+        return False
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), None, proto=socket.IPPROTO_TCP)
+    except OSError:
+        return False
+    for family, _, _, _, sockaddr in infos:
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.bind((sockaddr[0], 0))  # succeeds only for an address of this machine
+            return True
+        except OSError:
+            continue
+    return False
+
+
+def _linger(seconds: float) -> None:
+    """Keep this process's server up a moment before failing, so that the other claimant's own
+    probe reaches it and fails with the same explanation (not a start-up timeout)."""
+    if seconds > 0:
+        time.sleep(seconds)
+
+
+def check_identity(layout: Optional[Layout] = None, timeout: float = 5.0, linger: float = 5.0) -> None:
+    """Ask every peer's server which task it is and whether its cluster has more ranks than ours;
+    `StartupIdentityError` naming both processes when two claim one task or the rank counts differ.
+
+    How (TensorFlow has no "who are you" call): a session on the peer's own master with a device
+    filter naming the first task past this process's rank job (`/job:worker/replica:0/task:<n>`).
+    A master always lists its own devices, named after the task it serves; with the same cluster,
+    no other device matches the filter. A device of task n, or a listing that does not return
+    within `timeout` (the peer's master is waiting for its task n), means the peer's cluster has
+    more ranks than ours. Each probe is one round trip (~0.2 s on loopback). Before raising, the
+    server stays up `linger` seconds so that the other process's probe finds this one too.
+    """
+    import tensorflow as tf
+
+    layout = layout or read_layout()
+    job = layout.rank_tasks[-1][0] if layout.rank_tasks else "worker"
+    beyond = (job, len(layout.cluster.get(job, ())))
+    me = f"{layout.task_name(layout.task_type, layout.task_id)} ({layout.address}, pid {os.getpid()} on " \
+         f"{socket.gethostname()})"
+    config = tf.compat.v1.ConfigProto(device_filters=[f"/job:{beyond[0]}/replica:0/task:{beyond[1]}"])
+    for name, address, task in layout.peer_tasks():
+        outcome: dict = {}
+
+        def probe():
+            try:
+                graph = tf.Graph()
+                with graph.as_default():
+                    nothing = tf.no_op(name="npurun_identity_probe")
+                with tf.compat.v1.Session("grpc://" + address, graph=graph, config=config) as session:
+                    session.run(nothing)  # creates the session (ListDevices alone warns that it does)
+                    outcome["devices"] = [d.name for d in session.list_devices()]
+            except Exception as err:  # noqa: BLE001 - a peer that went away is the barrier's to report
+                outcome["error"] = err
+
+        thread = threading.Thread(target=probe, name="npurun-identity-probe", daemon=True)
+        thread.start()
+        thread.join(timeout)
+        if thread.is_alive():
+            _linger(linger)
+            raise StartupIdentityError(
+                f"{me}: {name} at {address} describes a cluster with more ranks than this process's "
+                f"{layout.rank_size} (its server waits for {layout.task_name(*beyond) if beyond in layout.rank_tasks else f'{beyond[0]} {beyond[1]}'}, which this "
+                f"process's cluster does not have): every host must be started with the same rank count "
+                f"(-n / --hosts, TF_CONFIG, RANK_SIZE)", missing=(name,))
+        if "devices" not in outcome:
+            continue
+        tasks = {(m.group(1), int(m.group(2))) for m in map(_DEVICE_TASK.search, outcome["devices"]) if m}
+        if beyond in tasks:
+            _linger(linger)
+            raise StartupIdentityError(
+                f"{me}: {name} at {address} describes a cluster with more ranks than this process's "
+                f"{layout.rank_size}: every host must be started with the same rank count (-n / --hosts, "
+                f"TF_CONFIG, RANK_SIZE)", missing=(name,))
+        claimed = sorted(t for t in tasks if t != beyond)
+        if claimed and task not in claimed:
+            other = ", ".join(f"{layout.task_name(*t)} (/job:{t[0]}/task:{t[1]})" for t in claimed)
+            if _is_own(address, layout):
+                where = (f"{name}'s address {address} is this machine's and this process's port: this process "
+                         f"runs where {name} should, while it is {other.split(' (')[0]} by its environment")
+            else:
+                where = f"the process at {address}, where the cluster places {name}, says it is {other}"
+            _linger(linger)
+            raise StartupIdentityError(
+                f"{me}: {where}: two processes claim {other.split(' (')[0]}. Check that every host was started "
+                f"with its own --node-rank (or TF_CONFIG task index / RANK_ID)", missing=(name,))
 
 
 def barrier_op(timeout: Optional[int] = None):
@@ -314,6 +443,12 @@ def session_class():
                 with explained(self.settings, self.run_deadline):
                     return super().run(fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata)
 
+            def close(self):
+                from . import watchdog
+
+                watchdog.disarm()
+                super().close()
+
         _session_class = DistributedSession
     return _session_class
 
@@ -345,4 +480,7 @@ def create_session(config=None, graph=None, timeout: Optional[float] = None):
         op = barrier_op(int(timeout) if timeout else None)
     session = session_type(server.target, graph=graph, config=proto, run_deadline=deadline)
     run_barrier(session, op, layout, timeout)
+    from . import watchdog
+
+    watchdog.arm(layout.peers(), who(layout))  # disarmed when the session closes
     return session

@@ -23,6 +23,9 @@ Rules:
   the option, else HCCL_EXEC_TIMEOUT, else 1800 s), then what happened, the usual causes and
   TensorFlow's own reason line. The error has `rank_id`, `rank_size`, `timeout` attributes and the
   original error as `__cause__`.
+- PS mode (a ps job in TF_CONFIG): a lost connection or a run past its deadline is a
+  `ParameterServerError` naming the ps task(s) and the run deadline (op_wait_timeout), not a
+  collective and not hccl_timeout.
 - `StartupTimeoutError` is the start-up's own error (see `cluster`); `InitializationTimeoutError`
   (a kind of it) is a parameter-server worker whose chief did not initialise the variables in time.
 
@@ -53,6 +56,10 @@ class InitializationTimeoutError(StartupTimeoutError):
     """
 
 
+class StartupIdentityError(StartupTimeoutError):
+    """Two processes claim one task (rank), or the processes disagree on how many ranks there are."""
+
+
 class CollectiveTimeoutError(RuntimeError):
     """A collective operation failed because a peer rank stopped, hung or became unreachable."""
 
@@ -62,6 +69,52 @@ class CollectiveTimeoutError(RuntimeError):
         self.rank_id = rank_id
         self.rank_size = rank_size
         self.timeout = timeout
+
+
+class ParameterServerError(RuntimeError):
+    """PS mode: a worker lost its parameter server (the ps task stopped, crashed or is unreachable).
+
+    Attributes: `ps_tasks` (the ps task names the error concerns), `deadline` (the run deadline in
+    seconds, op_wait_timeout; None when runs have none).
+    """
+
+    def __init__(self, message: str, ps_tasks: tuple = (), deadline: Optional[float] = None):
+        super().__init__(message)
+        self.ps_tasks = ps_tasks
+        self.deadline = deadline
+
+
+def _ps_tasks() -> list:
+    """(index, address) of TF_CONFIG's ps job; [] without one (or with an unreadable TF_CONFIG)."""
+    import os
+
+    raw = os.environ.get("TF_CONFIG", "").strip()
+    if not raw:
+        return []
+    try:
+        return list(enumerate(ranks.parse_tf_config(raw)["cluster"].get("ps", ())))
+    except ValueError:
+        return []
+
+
+def _explain_ps(error: BaseException, tasks: list, who: str, deadline: Optional[float]) -> BaseException:
+    import re
+
+    named = sorted({int(m) for m in re.findall(r"/job:ps/replica:\d+/task:(\d+)", str(error))})
+    chosen = [(i, a) for i, a in tasks if i in named] or tasks
+    names = ", ".join(f"ps {i} ({a})" for i, a in chosen)
+    if "DeadlineExceededError" in _class_names(error):
+        what = (f"a run did not complete within its deadline (op_wait_timeout={_seconds(deadline)} s)"
+                if deadline is not None else "a run did not complete within its deadline")
+    else:
+        what = "lost its connection to the parameter server"
+    bound = (f"runs wait up to op_wait_timeout={_seconds(deadline)} s" if deadline is not None else
+             "runs have no deadline in PS mode unless op_wait_timeout is set")
+    clear = ParameterServerError(
+        f"{who} (parameter-server mode): {what}: {names} stopped, crashed or is unreachable ({bound}). "
+        f"TensorFlow ({type(error).__name__}): {tf_reason(error)}", tuple(f"ps {i}" for i, _ in chosen), deadline)
+    clear.__cause__ = error
+    return clear
 
 
 _PEER_ERRORS = frozenset({"DeadlineExceededError", "UnavailableError", "AbortedError", "CancelledError"})
@@ -96,13 +149,22 @@ def _seconds(timeout) -> str:
 
 
 def explain(error: BaseException, rank_id: Optional[int] = None, rank_size: Optional[int] = None,
-            timeout: Optional[float] = None, run_deadline: bool = False) -> BaseException:
+            timeout: Optional[float] = None, run_deadline: bool = False,
+            ps_deadline: Optional[float] = None) -> BaseException:
     """A `CollectiveTimeoutError` for a collective that lost a peer (with `error` as its `__cause__`),
     else `error` itself.
 
     `timeout`: the hccl_timeout in force, in seconds (None: `settings.collective_timeout()`).
     `run_deadline`: the session's run deadline is hccl_timeout's (see the module rules).
+    In PS mode (TF_CONFIG has a ps job) a lost connection is a `ParameterServerError` naming the
+    ps task(s) and `ps_deadline` (op_wait_timeout), never a collective.
     """
+    tasks = _ps_tasks()
+    if tasks and _class_names(error) & _PEER_ERRORS and (is_peer_failure(error, run_deadline)
+                                                          or "/job:ps" in str(error)):
+        # PS mode has no collectives: name the ps task and the run deadline, not hccl_timeout
+        who = f"worker rank {rank_id} of {rank_size}" if rank_id is not None else "this worker"
+        return _explain_ps(error, tasks, who, ps_deadline)
     if not is_peer_failure(error, run_deadline):
         return error
     if timeout is None:
@@ -199,10 +261,12 @@ def explained(source: Any = None, run_deadline: Optional[bool] = None) -> Iterat
     timeout = _timeout_or_none(source)
     if run_deadline is None:
         run_deadline = _run_deadline_of(source)
+    options = source if isinstance(source, Mapping) else getattr(source, "options", None)
+    ps_deadline = options.get("op_wait_timeout") if isinstance(options, Mapping) else None
     try:
         yield
     except Exception as error:
-        clear = explain(error, *_rank(), timeout, run_deadline)
+        clear = explain(error, *_rank(), timeout, run_deadline, ps_deadline)
         if clear is error:
             raise
         raise clear from error

@@ -76,7 +76,7 @@ def address(feeder_local: int) -> str:
     host, port = layout.cluster[layout.rank_tasks[feeder_rank][0]][layout.rank_tasks[feeder_rank][1]].rsplit(":", 1)
     text = os.environ.get("NPURUN_FEED_PORT", "").strip()
     if text:
-        if not text.isdigit():
+        if not (text.isascii() and text.isdigit()) or len(text) > 5 or not 0 < int(text) < 65536:
             raise ValueError(f"environment variable NPURUN_FEED_PORT: got {text!r}; allowed: a port number")
         return f"{host}:{int(text)}"
     return f"{host}:{int(port) + 1}"
@@ -91,6 +91,14 @@ def start_service(target: str):
     dispatcher = service.DispatchServer(service.DispatcherConfig(port=port))
     worker = service.WorkerServer(service.WorkerConfig(dispatcher_address=target, port=0))
     _service.update(dispatcher=dispatcher, worker=worker)
+    from . import exposure
+
+    ports = [port]
+    worker_address = getattr(worker, "_address", "")  # "localhost:<port>"; TensorFlow binds 0.0.0.0 there
+    if worker_address.rpartition(":")[2].isascii() and worker_address.rpartition(":")[2].isdigit():
+        ports.append(int(worker_address.rpartition(":")[2]))
+    exposure.warn_if_exposed("this host's tf.data feeding service (dispatcher and worker)", ports,
+                             speaker=ranks.read_ranks().rank_id == 0)
     return dispatcher
 
 

@@ -23,7 +23,7 @@ import weakref
 
 import tensorflow as tf
 
-from . import cluster, ranks, settings
+from . import cluster, ranks, settings, watchdog
 from .collectives import broadcast
 from .errors import explained
 
@@ -94,6 +94,11 @@ class StartupHook(_v1.train.SessionRunHook):
     def after_create_session(self, session, coord):
         if cluster.is_distributed():
             _ensure_started(session, self._barrier)
+            layout = cluster.read_layout()
+            watchdog.arm(layout.peers(), cluster.who(layout))  # a silent peer: see watchdog.py
+
+    def end(self, session):
+        watchdog.disarm()
 
 
 class NPUBroadcastGlobalVariablesHook(_v1.train.SessionRunHook):

@@ -3,7 +3,8 @@
 Each rank is `python script.py args` with RANK_ID, RANK_SIZE and TF_CONFIG (a `worker` job of N
 tasks; with `--ps K` also a `ps` job), NPURUN_FEED_PORT (the host's input-feeding service, see
 feed.py) and, with `--startup-timeout`, HCCL_CONNECT_TIMEOUT. On one host the ports are free
-ports of 127.0.0.1.
+ports named as 127.0.0.1 in TF_CONFIG (TensorFlow's servers listen on every interface regardless:
+see distribute/exposure.py). Out-of-range flags are one error line, exit status 2.
 
 Rules:
 - Every output line of a task is printed with its prefix, `[rank i] ` (or `[ps i] `), stdout to
@@ -15,7 +16,8 @@ Rules:
   (`npurun launch: rank 1 failed: exited with status 3 ...`), every other task is stopped (SIGTERM,
   then SIGKILL after `--grace` seconds) and the launcher exits with that status (128 + signal
   number for a task killed by a signal). A rank that exits 0 is done; when every rank is done the
-  ps tasks (which serve forever) are stopped and the launcher exits 0.
+  ps tasks are stopped and the launcher exits 0 (with --hosts, when workers run on other hosts,
+  the ps tasks end by themselves once every worker of the job has finished: see ps.py).
 - SIGINT / SIGTERM to the launcher stop every task; the exit status is 128 + the signal. The
   ranks get the signal once, from the launcher (NPUEstimator then stops every rank after the same
   run and the chief saves: give it `--grace` seconds for the run in flight and the checkpoint).
@@ -98,7 +100,7 @@ def parse_hosts(text: str) -> list[tuple[str, int]]:
         if not item:
             continue
         host, _, slots = item.rpartition(":") if ":" in item else (item, "", "1")
-        if not slots.isdigit() or int(slots) < 1 or not host:
+        if not (slots.isascii() and slots.isdigit()) or len(slots) > 6 or int(slots) < 1 or not host:
             raise ValueError(f"--hosts: {item!r} is not HOST:RANKS with RANKS >= 1")
         hosts.append((host, int(slots)))
     if not hosts:
@@ -127,6 +129,9 @@ def plan_tasks(n: int, ps: int = 0, hosts: Optional[list] = None, base_port: int
             for local in range(slots):
                 tasks.append(Task("worker", rank, host, base_port + local))
                 rank += 1
+        highest = base_port + max(slots for _, slots in hosts) + ps
+        if highest > 65535:
+            raise ValueError(f"--base-port {base_port}: the ports of this launch run up to {highest}, past 65535")
         first, first_slots = hosts[0]
         tasks += [Task("ps", i, first, base_port + first_slots + i) for i in range(ps)]
         for host, slots in hosts:
@@ -151,7 +156,7 @@ def other_host_commands(args, hosts: list) -> list[tuple[str, str]]:
         argv = ["-n", str(args.nproc), "--hosts", args.hosts, "--node-rank", str(i), "--base-port", str(args.base_port)]
         if args.ps:
             argv += ["--ps", str(args.ps)]
-        if args.startup_timeout:
+        if args.startup_timeout is not None:
             argv += ["--startup-timeout", str(args.startup_timeout)]
         argv += [args.script, *args.args]
         commands.append((host, "npurun launch " + " ".join(shlex.quote(a) for a in argv)))
@@ -203,6 +208,8 @@ class Launch:
         self.procs: dict = {}
         self.threads: list = []
         self._signal: Optional[int] = None
+        self.remote_workers = 0  # workers of the job on other hosts (set by cmd_launch with --hosts)
+        self._waiting_note = False
 
     def _note(self, text: str) -> None:
         with _Prefixer.lock:
@@ -289,7 +296,7 @@ class Launch:
                                f"{_signal_name(code)} (its output above is prefixed [{label}])")
                     self.stop_all(f"{label} exited with status {_status(code)}")
                     return _status(code)
-                if code == 0 and task.job == "ps":
+                if code == 0 and task.job == "ps" and any(self.procs[r][1].poll() is None for r in ranks):
                     self.stop_all(f"{label} exited before the ranks finished")
                     return 1
             if preempted is not None and all(self.procs[label][1].poll() is not None for label in ranks):
@@ -304,10 +311,43 @@ class Launch:
                 self.stop_all(f"{', '.join(running)} still running {PREEMPTED_WAIT:g} s after a rank was preempted")
                 return preempted[0]
             if all(self.procs[label][1].poll() == 0 for label in ranks):
-                if len(ranks) < len(self.procs):  # parameter servers serve until stopped
+                ps_running = [t for t, p in self.procs.values() if t.job == "ps" and p.poll() is None]
+                if ps_running and self.remote_workers:
+                    # workers on other hosts still use these ps tasks: they stop when every worker has
+                    # finished (distribute/ps.py); say so once and wait
+                    if not self._waiting_note:
+                        self._note(f"every rank of this host finished; {', '.join(t.label for t in ps_running)} "
+                                   f"keep serving until the workers of the other hosts finish")
+                        self._waiting_note = True
+                    time.sleep(0.05)
+                    continue
+                if ps_running:  # parameter servers serve until stopped
                     self.stop_all("every rank finished")
                 return 0
             time.sleep(0.05)
+
+
+def _ascii_int(text: str) -> int:
+    """argparse type: an int of ASCII digits with an optional '-' (int() would take '٣' and '1_0')."""
+    body = text.strip()
+    digits = body[1:] if body.startswith("-") else body
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer (ASCII digits)")
+    return int(body)
+
+
+def check_flags(args) -> None:
+    """ValueError naming the flag when a launch flag is out of range (before anything starts)."""
+    import math
+
+    if not 1 <= args.base_port <= 65535:
+        raise ValueError(f"--base-port {args.base_port}: allowed: a port 1..65535")
+    if not (math.isfinite(args.grace) and 0 <= args.grace <= 3600):
+        raise ValueError(f"--grace {args.grace}: allowed: seconds in 0..3600")
+    if args.startup_timeout is not None and not 1 <= args.startup_timeout <= 86400:
+        raise ValueError(f"--startup-timeout {args.startup_timeout}: allowed: seconds in 1..86400")
+    if args.ps < 0:
+        raise ValueError(f"--ps {args.ps}: allowed: an int >= 0")
 
 
 def add_launch_command(subparsers) -> argparse.ArgumentParser:
@@ -315,7 +355,8 @@ def add_launch_command(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "launch", help="start N ranks of a training script on this machine (data-parallel or parameter-server)",
         description="Start N ranks of `python SCRIPT ARGS` with RANK_ID, RANK_SIZE and TF_CONFIG set (free "
-                    "ports of 127.0.0.1 on one host). Output lines are prefixed [rank i]. When a rank fails "
+                    "ports, named as 127.0.0.1, on one host; TensorFlow's servers listen on every interface "
+                    "all the same: see docs/distributed.md, Security). Output lines are prefixed [rank i]. When a rank fails "
                     "every rank is stopped and the launcher exits with its status. A script that imports Ascend's "
                     "adapter (npu_bridge, hccl) runs as `npurun run SCRIPT ARGS` on each rank.",
         epilog="examples:\n"
@@ -323,13 +364,13 @@ def add_launch_command(subparsers) -> argparse.ArgumentParser:
                "  npurun launch -n 2 --ps 1 train_ps.py           # parameter-server mode\n"
                "  npurun launch -n 4 --hosts 10.0.0.1:2,10.0.0.2:2 train.py   # prints host 2's command\n",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-n", "--nproc", type=int, required=True, metavar="N", help="number of ranks")
-    parser.add_argument("--ps", type=int, default=0, metavar="K", help="also start K parameter-server tasks")
+    parser.add_argument("-n", "--nproc", type=_ascii_int, required=True, metavar="N", help="number of ranks")
+    parser.add_argument("--ps", type=_ascii_int, default=0, metavar="K", help="also start K parameter-server tasks")
     parser.add_argument("--hosts", metavar="H:N,...", help="hosts and ranks per host, e.g. 10.0.0.1:2,10.0.0.2:2")
-    parser.add_argument("--node-rank", type=int, default=0, help="which host of --hosts this is (default 0)")
-    parser.add_argument("--base-port", type=int, default=DEFAULT_BASE_PORT,
+    parser.add_argument("--node-rank", type=_ascii_int, default=0, help="which host of --hosts this is (default 0)")
+    parser.add_argument("--base-port", type=_ascii_int, default=DEFAULT_BASE_PORT,
                         help=f"first port on each host with --hosts (default {DEFAULT_BASE_PORT})")
-    parser.add_argument("--startup-timeout", type=int, metavar="SECONDS",
+    parser.add_argument("--startup-timeout", type=_ascii_int, metavar="SECONDS",
                         help="seconds the ranks wait for each other at start-up (sets HCCL_CONNECT_TIMEOUT)")
     parser.add_argument("--grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL (default 5)")
     parser.add_argument("script", help="the Python script each rank runs")
@@ -340,6 +381,7 @@ def add_launch_command(subparsers) -> argparse.ArgumentParser:
 
 def cmd_launch(args) -> int:
     try:
+        check_flags(args)
         hosts = parse_hosts(args.hosts) if args.hosts else None
         if hosts is not None and not 0 <= args.node_rank < len(hosts):
             raise ValueError(f"--node-rank {args.node_rank}: --hosts has {len(hosts)} hosts")
@@ -361,12 +403,17 @@ def cmd_launch(args) -> int:
         print(f"npurun launch: this is host {args.node_rank} ({host}): ranks {mine.start}..{mine.stop - 1}",
               file=sys.stderr)
     extra = {}
-    if args.startup_timeout:
+    if args.startup_timeout is not None:
         extra["HCCL_CONNECT_TIMEOUT"] = str(args.startup_timeout)
     command = [sys.executable, args.script, *args.args]
     if uses_adapter(args.script):  # an Ascend adapter script: each rank runs it as `npurun run` would
         command = [sys.executable, "-m", "npurun.compat", "run", args.script, *args.args]
-    return Launch(tasks, command, grace=args.grace, extra_env=extra).run()
+    launch = Launch(tasks, command, grace=args.grace, extra_env=extra)
+    if hosts is not None:
+        launch.remote_workers = args.nproc - hosts[args.node_rank][1]
+    if not launch.remote_workers:
+        launch.extra_env["NPURUN_LAUNCH_STOPS_PS"] = "1"  # every worker is here: this launcher stops the ps tasks
+    return launch.run()
 
 
 def uses_adapter(script: str) -> bool:

@@ -8,9 +8,11 @@ gradient averaging). The strategy object marks the mode; the cluster is TF_CONFI
 strategy reads the same variable).
 
 Rules:
-- A `ps` task serves its variables until the process is stopped (`run_ps_task` blocks, as
-  `server.join()` does in tf.estimator); `npurun launch --ps K` stops the ps tasks when every
-  rank has finished.
+- A `ps` task serves its variables until every worker of the whole job has finished, on whichever
+  host (each was seen serving and its port now refuses: `WorkersDone`), then the process exits 0
+  (SystemExit(0) from `run_ps_task`); or until it is stopped (SIGTERM / SIGINT, see `run_ps_task`). A single-host
+  `npurun launch --ps K` stops the ps tasks when every rank has finished (it sets
+  NPURUN_LAUNCH_STOPS_PS=1, which turns the watch off); a multi-host one lets them end by themselves.
 - Worker sessions see only their own task and the ps tasks (`device_filters`), and the start-up
   waits (bounded) for the ps tasks and the other workers.
 - Only the chief (rank 0: the `chief` task, else worker 0) initialises or restores the shared
@@ -33,6 +35,7 @@ Rules:
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Optional
 
@@ -59,7 +62,8 @@ def device_setter(layout: Optional[cluster.Layout] = None):
 
 
 def run_ps_task(layout: Optional[cluster.Layout] = None) -> None:
-    """Serve this ps task's variables until the process is stopped (never returns).
+    """Serve this ps task's variables until every worker of the job has finished (then
+    SystemExit(0)) or the process is stopped (never returns).
 
     Inside train() (SIGTERM / SIGINT watched, see npurun/preemption.py) the first signal ends
     the serving once the chief has exited (it may still be saving the shared variables, which live
@@ -76,7 +80,13 @@ def run_ps_task(layout: Optional[cluster.Layout] = None) -> None:
         server.join()
         return
     # server.join() blocks in C++, where Python's signal handlers never run: wait in Python instead.
+    # A launcher that runs every worker of the job stops the ps itself (NPURUN_LAUNCH_STOPS_PS=1).
+    done = WorkersDone(layout if os.environ.get("NPURUN_LAUNCH_STOPS_PS") != "1" else None)
     while not watch.requested:
+        if done.check():
+            logger.info("npurun: %s: every worker of the job (%s) has finished; stopping serving the parameters",
+                        layout.local_task, ", ".join(name for name, _ in done.workers))
+            raise SystemExit(0)
         time.sleep(0.1)
     chief = layout.cluster[layout.rank_tasks[0][0]][layout.rank_tasks[0][1]] if layout.rank_tasks else None
     deadline = time.monotonic() + settings.startup_timeout()
@@ -86,6 +96,43 @@ def run_ps_task(layout: Optional[cluster.Layout] = None) -> None:
                    layout.local_task, " (the chief has exited)" if chief and time.monotonic() < deadline else "",
                    watch.exit_status)
     raise SystemExit(watch.exit_status)
+
+
+class WorkersDone:
+    """Whether every worker of the whole job, on whichever host, has finished: each was seen serving
+    once and its port now refuses connections (its process is gone), or its host has been silent
+    for NPURUN_PEER_TIMEOUT since. Checked at most every 0.5 s."""
+
+    def __init__(self, layout: Optional[cluster.Layout], interval: float = 0.5):
+        from . import watchdog
+
+        self.workers = [] if layout is None else [
+            (f"rank {r}", layout.cluster[job][index]) for r, (job, index) in enumerate(layout.rank_tasks)]
+        self.interval, self.next = interval, 0.0
+        self.seen: set = set()
+        self.silent_since: dict = {}
+        self.peer_timeout = watchdog.peer_timeout() or float("inf")
+
+    def check(self) -> bool:
+        from . import watchdog
+
+        now = time.monotonic()
+        if not self.workers or now < self.next:
+            return False
+        self.next = now + self.interval
+        finished = 0
+        for _, address in self.workers:
+            state = watchdog.state(address, 0.3)
+            if state == "up":
+                self.seen.add(address)
+                self.silent_since.pop(address, None)
+            elif address in self.seen:
+                if state == "refused":
+                    finished += 1
+                else:
+                    since = self.silent_since.setdefault(address, now)
+                    finished += now - since >= self.peer_timeout
+        return finished == len(self.workers)
 
 
 def place_graph(graph, layout: Optional[cluster.Layout] = None) -> None:

@@ -8,31 +8,46 @@ Sources, read from the environment on every call (tests and launchers change it)
 - `TF_CONFIG` with a cluster: the ranks are the chief (if any) then the workers, in the order
   tf.estimator numbers them (`global_id_in_cluster`); the rank size is their number. Ranks whose
   addresses share a host are local to each other. A `ps` or `evaluator` task has no rank.
-- `RANK_TABLE_FILE`: an Ascend rank table (JSON with `server_list`, each server a `server_id` and a
-  `device` list of `{device_id, device_ip, rank_id}`). The rank size is the number of devices;
-  the local ranks of a rank are the devices of its server, ordered by rank id. This process's rank
-  is `RANK_ID` (required unless the table has one device).
+- `RANK_TABLE_FILE`: an Ascend rank table, version 1.0 (`server_list`, each server a `server_id`,
+  its address, and a `device` list of `{device_id, device_ip, rank_id}`) or 1.2 (`server_id` a
+  name such as node_0, the address in `host_ip`); any other version is an error. The rank size is
+  the number of devices; the local ranks of a rank are the devices of its server, ordered by rank
+  id. This process's rank is `RANK_ID` (or the cluster manager's rank; required unless the table
+  has one device).
 - `RANK_ID` / `RANK_SIZE`: all ranks on this host.
-- none of them: rank 0 of 1.
+- a cluster manager's variables (Slurm's srun, torchrun, Open MPI; see `npurun.config.managers`),
+  read when neither RANK_ID/RANK_SIZE nor TF_CONFIG is set.
+- none of them: rank 0 of 1, unless the environment of a cluster manager npurun does not read is
+  present (CM_*, PMI_*, ...): then a RankConfigError naming it, instead of training alone.
 
 Rules: every source that is set must agree (rank id and rank size); a disagreement is a
 `RankConfigError` naming the variables and their values. `RANK_ID` must be < the rank size.
 `RANK_SIZE` without `RANK_ID` is allowed only when it is 1; `RANK_ID` alone only when it is 0.
+Numbers are ASCII digits only.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import zlib
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
+
+from ..config import managers
+from ..config.managers import ClusterEnvError
 
 WORLD_GROUP = "hccl_world_group"
 MAX_GROUP_NAME = 127  # HCCL: 128 bytes including the terminator
 
 
-class RankConfigError(ValueError):
-    """The rank environment (RANK_ID, RANK_SIZE, RANK_TABLE_FILE, TF_CONFIG) is invalid or inconsistent."""
+class RankConfigError(ClusterEnvError):
+    """The rank environment (RANK_ID, RANK_SIZE, RANK_TABLE_FILE, TF_CONFIG, a cluster manager's
+    variables) is invalid or inconsistent."""
+
+
+MAX_RANK_TABLE_BYTES = 16 * 1024 * 1024  # a rank table of 100k devices is ~10 MB
+RANK_TABLE_VERSIONS = ("1.0", "1.2")
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,8 @@ class RankInfo:
       addresses: `host:port` of every rank's TensorFlow server when the source names them (TF_CONFIG),
         else None (npurun derives ports, see `npurun.distribute.cluster`).
       source: which variables the answer came from, for messages.
+      server_ids: rank table only: the server_id of every rank.
+      host_origin: where `hosts` came from, for messages (e.g. "rank table v1.2 host_ip").
     """
 
     rank_id: int = 0
@@ -54,17 +71,16 @@ class RankInfo:
     local_rank_size: int = 1
     hosts: tuple = ("",)
     addresses: Optional[tuple] = None
-    source: str = "default (no RANK_ID, RANK_SIZE, RANK_TABLE_FILE or TF_CONFIG)"
-    server_ids: tuple = field(default=())  # rank table only: the server_id of every rank
+    source: str = "default (no RANK_ID, RANK_SIZE, RANK_TABLE_FILE, TF_CONFIG or cluster manager)"
+    server_ids: tuple = field(default=())
+    host_origin: str = ""
 
 
 def _int_var(environ: Mapping[str, str], name: str) -> Optional[int]:
-    text = environ.get(name, "").strip()
-    if not text:
-        return None
-    if not text.isdigit():
-        raise RankConfigError(f"environment variable {name}: got {text!r}; allowed: an int >= 0")
-    return int(text)
+    try:
+        return managers.env_int(environ, name)
+    except ClusterEnvError as err:
+        raise RankConfigError(str(err)) from None
 
 
 def _local_of(hosts: Sequence[str], rank_id: int) -> tuple[int, int]:
@@ -73,66 +89,164 @@ def _local_of(hosts: Sequence[str], rank_id: int) -> tuple[int, int]:
     return same.index(rank_id), len(same)
 
 
-def _from_tf_config(raw: str) -> Optional[dict]:
-    """rank_id, hosts, addresses from TF_CONFIG; None when it describes no cluster."""
+def parse_tf_config(raw: str) -> dict:
+    """TF_CONFIG as {"cluster": {job: tuple of "host:port"}, "task": {"type", "index"}}; every shape
+    error is a RankConfigError naming TF_CONFIG (a bounded parse: nesting and size are limited)."""
+    if len(raw) > MAX_RANK_TABLE_BYTES:
+        raise RankConfigError(f"environment variable TF_CONFIG: {len(raw)} characters; allowed: at most "
+                              f"{MAX_RANK_TABLE_BYTES}")
     try:
         tf_config = json.loads(raw)
+    except RecursionError:
+        raise RankConfigError("environment variable TF_CONFIG is nested too deeply to be a TF_CONFIG") from None
     except ValueError as err:
         raise RankConfigError(f"environment variable TF_CONFIG is not valid JSON: {err}") from None
-    cluster = (tf_config or {}).get("cluster") or {}
+    if not isinstance(tf_config, dict):
+        raise RankConfigError("environment variable TF_CONFIG: expected a JSON object with 'cluster' and 'task'")
+    cluster_raw = tf_config.get("cluster") or {}
+    if not isinstance(cluster_raw, dict):
+        raise RankConfigError("environment variable TF_CONFIG: 'cluster' must map job names to lists of addresses")
+    cluster = {}
+    for job, addresses in cluster_raw.items():
+        if not isinstance(addresses, list) or not all(isinstance(a, str) and a.strip() for a in addresses):
+            raise RankConfigError(f"environment variable TF_CONFIG: job {job!r} must be a list of 'host:port' "
+                                  f"strings")
+        for address in addresses:
+            host, colon, port = address.rpartition(":")
+            if not colon or not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
+                raise RankConfigError(f"environment variable TF_CONFIG: job {job!r} address {address[:80]!r} is not "
+                                      f"HOST:PORT with a port in 1..65535")
+        cluster[job] = tuple(addresses)
+    task = tf_config.get("task") or {}
+    if not isinstance(task, dict):
+        raise RankConfigError("environment variable TF_CONFIG: 'task' must be an object with 'type' and 'index'")
+    task_type, task_id = task.get("type"), task.get("index", 0)
+    if task_type is not None and not isinstance(task_type, str):
+        raise RankConfigError(f"environment variable TF_CONFIG: task type {task_type!r} must be a job name")
+    if isinstance(task_id, bool) or not isinstance(task_id, int):
+        raise RankConfigError(f"environment variable TF_CONFIG: task index {task_id!r} must be an int >= 0")
+    return {"cluster": cluster, "task": {"type": task_type, "index": task_id}}
+
+
+def _from_tf_config(raw: str) -> Optional[dict]:
+    """rank_id, hosts, addresses from TF_CONFIG; None when it describes no cluster."""
+    tf_config = parse_tf_config(raw)
+    cluster = {job: a for job, a in tf_config["cluster"].items() if job != "evaluator"}
     if not cluster:
         return None
-    task = tf_config.get("task") or {}
-    task_type, task_id = task.get("type"), task.get("index", 0)
+    task_type, task_id = tf_config["task"]["type"], tf_config["task"]["index"]
     addresses = [*cluster.get("chief", ()), *cluster.get("master", ()), *cluster.get("worker", ())]
     if task_type in ("ps", "evaluator"):
         raise RankConfigError(f"TF_CONFIG: this process is a {task_type!r} task, which has no rank; only chief "
                               f"and worker tasks are ranks")
     order = [job for job in ("chief", "master", "worker") if job in cluster]
     if task_type not in order:
-        raise RankConfigError(f"TF_CONFIG: task type {task_type!r} is not a job of the cluster "
+        raise RankConfigError(f"TF_CONFIG: task type {task_type!r} is not a rank job of the cluster "
                               f"({', '.join(sorted(cluster))})")
     offset = sum(len(cluster[job]) for job in order[:order.index(task_type)])
-    if not isinstance(task_id, int) or not 0 <= task_id < len(cluster[task_type]):
+    if not 0 <= task_id < len(cluster[task_type]):
         raise RankConfigError(f"TF_CONFIG: task index {task_id!r} is out of range for job {task_type!r}")
     return {"rank_id": offset + task_id, "addresses": tuple(addresses),
             "hosts": tuple(a.rsplit(":", 1)[0] for a in addresses)}
 
 
-def read_rank_table(path: str) -> list[tuple[int, str, str]]:
-    """The devices of an Ascend rank table as (rank_id, server_id, device_id), by rank id.
+_HOST = re.compile(r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}"
+                   r"[A-Za-z0-9])?)*\.?")
 
-    Rules: valid JSON with a non-empty `server_list`; every device has a `rank_id`; the rank ids
-    are exactly 0..n-1.
-    """
+
+def _is_address(text: str) -> bool:
+    import ipaddress
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            table = json.load(handle)
+        ipaddress.ip_address(text.strip("[]"))
+        return True
+    except ValueError:
+        return bool(_HOST.fullmatch(text))
+
+
+def read_rank_table_servers(path: str) -> tuple[str, list[tuple[int, str, str, str]]]:
+    """(version, devices) of an Ascend rank table; each device (rank_id, server_id, device_id, host).
+
+    Versions: "1.0" (or no version): `server_id` is the server's address. "1.2": `server_id` is a
+    name (such as node_0) and the address is the server's `host_ip`. Any other version is refused.
+    Rules: valid JSON of at most MAX_RANK_TABLE_BYTES with a non-empty `server_list`; every device
+    has an ASCII-digit `rank_id`; the rank ids are exactly 0..n-1.
+    """
+    where = f"RANK_TABLE_FILE {path[:200]!r}"
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_RANK_TABLE_BYTES + 1)
     except OSError as err:
-        raise RankConfigError(f"environment variable RANK_TABLE_FILE: cannot read {path!r}: {err.strerror}") from None
-    except ValueError as err:
-        raise RankConfigError(f"RANK_TABLE_FILE {path!r} is not valid JSON: {err}") from None
+        raise RankConfigError(f"environment variable RANK_TABLE_FILE: cannot read {path[:200]!r}: "
+                              f"{err.strerror}") from None
+    except ValueError as err:  # an embedded NUL
+        raise RankConfigError(f"environment variable RANK_TABLE_FILE: {path[:200]!r} is not a path: {err}") from None
+    if len(data) > MAX_RANK_TABLE_BYTES:
+        raise RankConfigError(f"{where}: larger than {MAX_RANK_TABLE_BYTES} bytes; not a rank table")
+    try:
+        table = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise RankConfigError(f"{where}: nested too deeply to be a rank table") from None
+    except (ValueError, UnicodeDecodeError) as err:
+        raise RankConfigError(f"{where} is not valid JSON: {err}") from None
     servers = table.get("server_list") if isinstance(table, dict) else None
     if not isinstance(servers, list) or not servers:
-        raise RankConfigError(f"RANK_TABLE_FILE {path!r}: expected a JSON object with a non-empty 'server_list'")
+        raise RankConfigError(f"{where}: expected a JSON object with a non-empty 'server_list'")
+    version = str(table.get("version", "1.0")).strip()
+    if version not in RANK_TABLE_VERSIONS:
+        raise RankConfigError(f"{where}: version {version[:40]!r} is not supported; allowed: "
+                              f"{', '.join(RANK_TABLE_VERSIONS)} (1.0: server_id is the address; 1.2: server_id is "
+                              f"a name and host_ip the address)")
     devices = []
     for server in servers:
-        server_id = str(server.get("server_id", ""))
-        for device in server.get("device") or []:
-            text = str(device.get("rank_id", ""))
-            if not text.isdigit():
-                raise RankConfigError(f"RANK_TABLE_FILE {path!r}: server {server_id!r} has a device without an "
-                                      f"integer 'rank_id' ({device!r})")
-            devices.append((int(text), server_id, str(device.get("device_id", ""))))
+        if not isinstance(server, dict):
+            raise RankConfigError(f"{where}: every server_list entry must be an object; got {str(server)[:80]!r}")
+        server_id = str(server.get("server_id", ""))[:200]
+        if version == "1.2":
+            host = server.get("host_ip")
+            if not isinstance(host, str) or not _is_address(host):
+                raise RankConfigError(f"{where}: version 1.2 server {server_id!r} needs 'host_ip', its address "
+                                      f"(server_id is only a name there); got {str(host)[:80]!r}")
+        else:
+            host = server_id
+            if not _is_address(host):
+                raise RankConfigError(f"{where}: version 1.0 takes server_id as the server's address, and "
+                                      f"{server_id!r} is not a host name or IP address (a version 1.2 table names "
+                                      f"the server freely and gives the address in host_ip)")
+        device_list = server.get("device") or []
+        if not isinstance(device_list, list):
+            raise RankConfigError(f"{where}: server {server_id!r}: 'device' must be a list")
+        for device in device_list:
+            text = str(device.get("rank_id", "")) if isinstance(device, dict) else ""
+            if not (text.isascii() and text.isdigit()) or len(text) > 9:
+                raise RankConfigError(f"{where}: server {server_id!r} has a device without an integer 'rank_id' "
+                                      f"({str(device)[:80]})")
+            devices.append((int(text), server_id, str(device.get("device_id", ""))[:40], host))
     devices.sort()
     if [d[0] for d in devices] != list(range(len(devices))):
-        raise RankConfigError(f"RANK_TABLE_FILE {path!r}: the rank ids must be 0..{len(devices) - 1} without gaps "
-                              f"or repeats; got {sorted(d[0] for d in devices)}")
-    return devices
+        shown = sorted(d[0] for d in devices)
+        raise RankConfigError(f"{where}: the rank ids must be 0..{len(devices) - 1} without gaps or repeats; got "
+                              f"{shown if len(shown) <= 20 else str(shown[:20])[:-1] + ', ...]'}")
+    return version, devices
+
+
+def read_rank_table(path: str) -> list[tuple[int, str, str]]:
+    """The devices of an Ascend rank table as (rank_id, server_id, device_id), by rank id (see
+    `read_rank_table_servers` for the rules and versions)."""
+    return [(rank, server, device) for rank, server, device, _ in read_rank_table_servers(path)[1]]
 
 
 def read_ranks(environ: Mapping[str, str] = os.environ) -> RankInfo:
     """This process's RankInfo from the environment; `RankConfigError` if it is invalid or inconsistent."""
+    try:
+        return _read_ranks(environ)
+    except RankConfigError:
+        raise
+    except ClusterEnvError as err:
+        raise RankConfigError(str(err)) from None
+
+
+def _read_ranks(environ: Mapping[str, str]) -> RankInfo:
     env_rank, env_size = _int_var(environ, "RANK_ID"), _int_var(environ, "RANK_SIZE")
     claims = []  # (source name, rank_id or None, rank_size), checked for agreement below
     if env_rank is not None or env_size is not None:
@@ -142,11 +256,22 @@ def read_ranks(environ: Mapping[str, str] = os.environ) -> RankInfo:
     if tf_part is not None:
         claims.append(("TF_CONFIG", tf_part["rank_id"], len(tf_part["addresses"])))
 
+    # A cluster manager's variables are read when npurun's own (RANK_ID/RANK_SIZE, TF_CONFIG) are
+    # absent: `npurun launch` inside an allocation sets its own, which win.
+    manager = managers.read_manager(environ) if not claims else None
+    if manager is not None:
+        claims.append((f"{manager.manager} ({manager.variables})", manager.rank_id, manager.rank_size))
+
     table = None
     table_path = environ.get("RANK_TABLE_FILE", "").strip()
     if table_path:
-        table = read_rank_table(table_path)
+        table_version, table = read_rank_table_servers(table_path)
         claims.append(("RANK_TABLE_FILE", None, len(table)))
+
+    if not claims:
+        unread = managers.unread_manager(environ)
+        if unread:
+            raise RankConfigError(unread)
 
     _check_agreement(claims, env_rank, env_size)
     sizes = [size for _, _, size in claims if size is not None]
@@ -166,16 +291,21 @@ def read_ranks(environ: Mapping[str, str] = os.environ) -> RankInfo:
                               f"(from {', '.join(name for name, _, size in claims if size is not None)})")
 
     source = " + ".join(name for name, _, _ in claims) or RankInfo.source
+    server_ids, origin = (), ""
     if tf_part is not None:
-        hosts, addresses, server_ids = tf_part["hosts"], tf_part["addresses"], ()
+        hosts, addresses, origin = tf_part["hosts"], tf_part["addresses"], "TF_CONFIG"
     elif table is not None:
-        server_ids = tuple(server for _, server, _ in table)
-        hosts, addresses = server_ids, None
+        server_ids = tuple(server for _, server, _, _ in table)
+        hosts, addresses = tuple(host for _, _, _, host in table), None
+        origin = (f"rank table v{table_version} " + ("host_ip" if table_version == "1.2" else "server_id"))
+    elif manager is not None:
+        hosts, addresses, origin = manager.hosts, None, manager.manager
     else:
-        hosts, addresses, server_ids = ("",) * rank_size, None, ()
+        hosts, addresses = ("",) * rank_size, None
     local_id, local_size = _local_of(hosts, rank_id)
     return RankInfo(rank_id=rank_id, rank_size=rank_size, local_rank_id=local_id, local_rank_size=local_size,
-                    hosts=tuple(hosts), addresses=addresses, source=source, server_ids=server_ids)
+                    hosts=tuple(hosts), addresses=addresses, source=source, server_ids=server_ids,
+                    host_origin=origin)
 
 
 def _check_agreement(claims, env_rank, env_size) -> None:

@@ -44,8 +44,9 @@ def _positive_env(name: str, default: int) -> int:
     text = os.environ.get(name, "").strip()
     if not text:
         return default
-    if not text.isdigit() or int(text) <= 0:
-        raise ValueError(f"environment variable {name}: got {text!r}; allowed: an int of seconds > 0")
+    if not (text.isascii() and text.isdigit()) or len(text) > 9 or int(text) <= 0:
+        raise ValueError(f"environment variable {name}: got {text[:40]!r}; allowed: an int of seconds > 0 "
+                         f"(ASCII digits, at most 9)")
     return int(text)
 
 

@@ -26,6 +26,14 @@ _v1 = tf.compat.v1
 _HOOKS_WORDING = "Hooks must be a SessionRunHook, given:"  # tf.estimator's words for train/evaluate hooks
 
 
+def _check_shared_model_dir(model_dir) -> None:
+    """Distributed training: every rank must see the chief's model_dir (distribute/shared_dir.py)."""
+    from ..distribute import cluster as distribute_cluster, settings as distribute_settings, shared_dir
+
+    layout = distribute_cluster.read_layout()
+    shared_dir.check(str(model_dir), layout.rank_id, layout.rank_size, distribute_settings.startup_timeout())
+
+
 class NPUEstimator:
     """Trains, evaluates, predicts with and exports a model described by `model_fn`.
 
@@ -136,6 +144,7 @@ class NPUEstimator:
         # One training job per model_dir (the chief writes it); SIGTERM / SIGINT stop after the run in
         # flight with a checkpoint, then exit 143 / 130 (see preemption.py).
         with model_dir_lock.hold(self._model_dir, enabled=self._config.is_chief), preemption.watch() as watch:
+            _check_shared_model_dir(self._model_dir)
             try:
                 training_graph.train(self, input_fn, list(hooks or ()), steps, max_steps,
                                      list(saving_listeners or ()))

@@ -1,0 +1,54 @@
+"""Two ranks started the way Slurm's srun and torchrun start them (their environment variables only,
+no RANK_ID / RANK_SIZE / TF_CONFIG), on loopback: they find each other, train data-parallel to identical
+weights, and only the chief (the manager's rank 0) is the chief."""
+import json
+import os
+
+import pytest
+
+from .conftest import assert_ok, free_port_range, run_ranks
+
+pytestmark = pytest.mark.slow
+NO_NPURUN = {"RANK_ID": "", "RANK_SIZE": "", "TF_CONFIG": "", "RANK_TABLE_FILE": "", "HCCL_CONNECT_TIMEOUT": "30"}
+
+
+def check(out, results):
+    assert_ok(results)
+    records = [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
+    assert [(r["rank"], r["size"], r["local"], r["is_chief"]) for r in records] == [(0, 2, 0, True), (1, 2, 1, False)]
+    assert records[0]["weights_hex"] == records[1]["weights_hex"]  # started from different initialisations
+    assert records[0]["target"].startswith("grpc://127.0.0.1:") and records[0]["target"] != records[1]["target"]
+
+
+def test_srun_environment_launches_two_ranks(out):
+    base = free_port_range(2)
+    extra = {"all": dict(NO_NPURUN, SLURM_STEP_ID="0", SLURM_JOB_ID="7", SLURM_STEP_NUM_TASKS="2",
+                         SLURM_NTASKS="2", SLURM_STEP_NODELIST="cn[07]", SLURM_JOB_NODELIST="cn[07]",
+                         SLURM_STEP_TASKS_PER_NODE="2", SLURM_NODEID="0", NPURUN_BASE_PORT=str(base))}
+    for r in range(2):
+        extra[r] = {"SLURM_PROCID": str(r), "SLURM_LOCALID": str(r)}
+    check(out, run_ranks("manager_train.py", 2, out, extra=extra, tf_config=False, timeout=90))
+
+
+def test_torchrun_environment_launches_two_ranks(out):
+    base = free_port_range(2)
+    extra = {"all": dict(NO_NPURUN, WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                         MASTER_PORT="29500", GROUP_RANK="0", NPURUN_BASE_PORT=str(base))}
+    for r in range(2):
+        extra[r] = {"RANK": str(r), "LOCAL_RANK": str(r)}
+    check(out, run_ranks("manager_train.py", 2, out, extra=extra, tf_config=False, timeout=90))
+
+
+def test_a_rank_that_does_not_see_the_chiefs_model_dir_is_refused(out):
+    """Each rank given its own model_dir (as with a local disk per host): rank 1 stops within the
+    start-up timeout saying that a shared model_dir is required for resume."""
+    from .conftest import Ranks
+
+    ranks = Ranks("estimator_no_tf_config.py", 2, out,
+                  extra={"all": {"NPURUN_CHECK_SHARED_MODEL_DIR": "1", "HCCL_CONNECT_TIMEOUT": "6"}})
+    results = ranks.wait(90)
+    assert results[1].returncode != 0
+    assert "SharedModelDirError" in results[1].stderr and "shared model_dir" in results[1].stderr
+    assert "is required for resume" in results[1].stderr and str(out / "model1") in results[1].stderr
+    assert results[0].returncode != 0  # the chief's start-up then fails: rank 1 never joins
+    assert not [n for n in os.listdir(out / "model1" / ".npurun_shared")]  # its token was removed

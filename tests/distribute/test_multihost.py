@@ -1,0 +1,171 @@
+"""Several hosts, simulated by network namespaces the tests create and remove (see netns.py): the
+addresses 10.213.0.x exist only inside them. Each host runs `npurun launch --hosts ... --node-rank i`
+as a user would on each machine, from a fresh interpreter; a third namespace plays a machine outside
+the cluster. Skipped, with the reason printed, only where namespaces cannot be made."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from . import netns
+
+pytestmark = pytest.mark.slow
+HERE = Path(__file__).parent
+PYTHON = sys.executable
+REASON = netns.unavailable()
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    if REASON:
+        print(f"multi-host tests skipped: {REASON}")
+        pytest.skip(REASON)
+    with netns.Hosts(3) as made:  # hosts 0 and 1 form the cluster; host 2 is outside it
+        yield made
+    assert not [n for n in made.names if n in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                                              text=True).stdout]
+
+
+def env(**more):
+    base = dict(os.environ, PYTHONUNBUFFERED="1", CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
+    for name in ("RANK_ID", "RANK_SIZE", "TF_CONFIG", "RANK_TABLE_FILE", "NPURUN_EXPOSED_SERVERS_OK"):
+        base.pop(name, None)
+    base.update(more)
+    return base
+
+
+def connects(hosts, host, address, port):
+    probe = (f"import socket\ntry:\n socket.create_connection(({address!r}, {port}), timeout=3).close()\n"
+             f" print('connected')\nexcept OSError as e:\n print('refused', e)")
+    return hosts.run(host, [PYTHON, "-c", probe], timeout=30).stdout.strip()
+
+
+def test_a_rank_server_is_refused_from_outside_or_the_warning_says_it_is_not(hosts):
+    """A one-host job names 127.0.0.1; from another machine its rank's port must refuse connections,
+    or rank 0 must have printed the warning that it listens beyond loopback (never both, never neither)."""
+    ports = [31001, 31002]
+    tf_config = json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+                            "task": {"type": "worker", "index": 0}})
+    proc = hosts.popen(0, [PYTHON, str(HERE / "scripts" / "listen.py")], env=env(TF_CONFIG=tf_config),
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("listening"), proc.stderr.read()[-3000:] if proc.poll() is not None else line
+        outside = connects(hosts, 2, hosts.addresses[0], ports[0])
+        inside = connects(hosts, 0, "127.0.0.1", ports[0])
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    stderr = proc.stderr.read()
+    assert inside == "connected"
+    warned = "listen beyond loopback" in stderr and f"port {ports[0]}" in stderr
+    assert outside.startswith("connected") == warned, (outside, stderr[-2000:])
+    assert stderr.count("listen beyond loopback") <= 1
+
+
+def launch(hosts, host, out, node_rank, *args, script="estimator_train.py", script_args=()):
+    spec = ",".join(f"{a}:1" for a in hosts.addresses[:2])
+    argv = [PYTHON, "-m", "npurun.distribute.launch", "-n", "2", "--hosts", spec, "--node-rank", str(node_rank),
+            "--base-port", "31100", "--startup-timeout", "20", "--grace", "3", *args,
+            str(HERE / "scripts" / script), *script_args]
+    return hosts.popen(host, argv, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(procs, timeout):
+    results = []
+    for proc in procs:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+        results.append((proc.returncode, stdout, stderr))
+    return results
+
+
+def test_two_hosts_train_data_parallel_to_identical_weights(hosts, tmp_path):
+    procs = [launch(hosts, h, tmp_path, h, script_args=(str(tmp_path), "1", "6", "16")) for h in (0, 1)]
+    results = finish(procs, 120)
+    for code, stdout, stderr in results:
+        assert code == 0, stderr[-4000:]
+    reports = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert reports[0]["initial"] != reports[1]["initial"]  # each rank started from its own initialisation
+    assert reports[0]["final_hex"] == reports[1]["final_hex"]
+    assert [r["is_chief"] for r in reports] == [True, False]
+    # the addresses were the namespaces' own: each host's launcher ran its rank there
+    assert "this is host 1 (10.213.0.2): ranks 1..1" in results[1][2]
+    assert sum("listen beyond loopback" in stderr for _, _, stderr in results) == 1
+
+
+def test_a_duplicated_rank_and_a_differing_rank_count_are_refused_within_seconds(hosts, tmp_path):
+    """Both hosts started with --node-rank 0: two processes claim rank 0. Then host 1 started for 3
+    ranks while host 0 was started for 2. Each is an error naming both, well before the start-up timeout (20 s)."""
+    start = time.monotonic()
+    procs = [launch(hosts, h, tmp_path, 0, script="session_start.py") for h in (0, 1)]
+    results = finish(procs, 60)
+    elapsed = time.monotonic() - start
+    for code, _, stderr in results:
+        assert code != 0 and "two processes claim rank 0" in stderr, stderr[-3000:]
+    assert "says it is rank 0" in results[0][2] and hosts.addresses[1] in results[0][2]
+    assert elapsed < 45, elapsed  # TensorFlow's import and start take most of it; the start-up timeout is 20 s
+
+    spec2, spec3 = f"{hosts.addresses[0]}:1,{hosts.addresses[1]}:1", f"{hosts.addresses[0]}:1,{hosts.addresses[1]}:2"
+    argv = lambda n, spec, node: [PYTHON, "-m", "npurun.distribute.launch", "-n", n, "--hosts", spec, "--node-rank",
+                                  node, "--base-port", "31200", "--startup-timeout", "20", "--grace", "3",
+                                  str(HERE / "scripts" / "session_start.py")]
+    start = time.monotonic()
+    procs = [hosts.popen(0, argv("2", spec2, "0"), env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True),
+             hosts.popen(1, argv("3", spec3, "1"), env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)]
+    results = finish(procs, 60)
+    assert all(code != 0 for code, _, _ in results), [r[2][-2000:] for r in results]
+    assert "describes a cluster with more ranks than this process's 2" in results[0][2], results[0][2][-3000:]
+    assert time.monotonic() - start < 45
+
+
+def test_a_cut_link_stops_both_hosts_within_the_peer_timeout(hosts, tmp_path):
+    """Training runs until the link between the hosts is cut; each side stops within NPURUN_PEER_TIMEOUT (6 s)
+    plus a probe interval, naming the peer, long before hccl_timeout (600 s here)."""
+    spec = ",".join(f"{a}:1" for a in hosts.addresses[:2])
+    argv = lambda node: [PYTHON, "-m", "npurun.distribute.launch", "-n", "2", "--hosts", spec, "--node-rank", node,
+                         "--base-port", "31300", "--startup-timeout", "30", "--grace", "2",
+                         str(HERE / "scripts" / "session_loop.py")]
+    procs = [hosts.popen(h, argv(str(h)), env=env(NPURUN_PEER_TIMEOUT="6", HCCL_EXEC_TIMEOUT="600"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for h in (0, 1)]
+    try:
+        line = procs[0].stdout.readline()  # the first step ran on both ranks
+        assert line.startswith("[rank 0] step"), procs[0].stderr.read()[-3000:] if procs[0].poll() is not None else line
+        hosts.set_link(1, up=False)
+        cut = time.monotonic()
+        results = finish(procs, 60)
+        elapsed = time.monotonic() - cut
+    finally:
+        hosts.set_link(1, up=True)
+    for (code, _, stderr), peer in zip(results, ("rank 1", "rank 0")):
+        assert code == 1, stderr[-3000:]
+        assert f"{peer} (" in stderr and "has not answered" in stderr and "NPURUN_PEER_TIMEOUT=6" in stderr
+    assert elapsed < 20, elapsed
+
+
+def test_ps_across_hosts_serves_until_every_worker_of_the_job_finished(hosts, tmp_path):
+    """Host 0 runs ps 0 and worker rank 0 (100 steps), host 1 runs worker rank 1 (400 steps, so it trains on
+    alone after host 0's rank finished): the ps keeps serving until rank 1 is done, and both hosts exit 0."""
+    spec = ",".join(f"{a}:1" for a in hosts.addresses[:2])
+    argv = lambda node, steps: [PYTHON, "-m", "npurun.distribute.launch", "-n", "2", "--ps", "1", "--hosts", spec,
+                                "--node-rank", node, "--base-port", "31400", "--startup-timeout", "30", "--grace", "3",
+                                str(HERE / "scripts" / "estimator_ps.py"), str(tmp_path), steps, "8"]
+    procs = [hosts.popen(h, argv(str(h), steps), env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for h, steps in ((0, "100"), (1, "400"))]
+    results = finish(procs, 120)
+    for code, _, stderr in results:
+        assert code == 0, stderr[-4000:]
+    assert "every rank of this host finished; ps 0 keep serving until the workers of the other hosts finish" in results[0][2]
+    assert "CollectiveTimeoutError" not in results[1][2]
+    late = json.loads((tmp_path / "worker1.json").read_text())
+    assert late["global_step"] >= 400 and late["var_devices"] == ["/job:ps/task:0"] * len(late["var_devices"])
