@@ -24,7 +24,8 @@ then a timed fit of `--steps`. Contenders interleave for `--repeats` rounds; eac
 round (other load only slows a run down). Peak RSS: the worker's ru_maxrss.
 
 Usage: python bench/models.py [--quick] [--models resnet20,transformer] [--precisions fp32,bf16]
-                              [--steps 100] [--warmup 50] [--repeats 2] [--gpu]
+                              [--steps 100] [--warmup 50] [--repeats 2] [--gpu] [--save r1.json]
+       python bench/models.py --load r1.json r2.json   (the best of saved runs, as one table)
 `--quick`: a smoke run (tiny step counts, one round). `--gpu`: the GPU variants; this machine has
 none, so they print "no GPU" and exit 0.
 """
@@ -325,6 +326,8 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="", help="comma list of contender kinds to run (npurun,keras,classic)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 50 steps after 50, one round, fp32")
     parser.add_argument("--gpu", action="store_true", help="the GPU variants (need a GPU)")
+    parser.add_argument("--save", help="also write this run's results to a JSON file")
+    parser.add_argument("--load", nargs="+", help="render the best of saved JSON results (no run)")
     args = parser.parse_args(argv)
     if args.worker:
         args.kind = args.worker
@@ -333,6 +336,8 @@ def main(argv=None) -> int:
         if not os.path.isdir("/proc/driver/nvidia/gpus") or not os.listdir("/proc/driver/nvidia/gpus"):
             print("no GPU")
             return 0
+    if args.load:
+        return render_saved(args.load)
     if args.quick:
         args.steps, args.warmup, args.repeats, args.precisions = 50, 50, 1, "fp32"
     if args.steps % LOOP or args.warmup % LOOP or args.steps <= 0 or args.warmup <= 0:
@@ -365,16 +370,40 @@ def main(argv=None) -> int:
                 results[contender].append(result)
             print(f"# round {round_ + 1}: {model} {precision} {kind} {variant}: "
                   f"{'%.1f ex/s' % result['rate'] if result else error}", file=sys.stderr, flush=True)
-    print(render(results, errors, args, load_before, os.getloadavg(), time.time() - started))
+    load_after, seconds = os.getloadavg(), time.time() - started
+    if args.save:
+        with open(args.save, "w", encoding="utf-8") as handle:
+            json.dump(dict(results=[[list(c), runs] for c, runs in results.items()],
+                           errors=[[list(c), e] for c, e in errors.items()], steps=args.steps, warmup=args.warmup,
+                           repeats=args.repeats, load=[load_before[0], load_after[0]], seconds=seconds), handle)
+    print(render(results, errors, args.steps, args.warmup, args.repeats, [load_before[0], load_after[0]], seconds))
     return 0
 
 
-def render(results, errors, args, load_before, load_after, seconds) -> str:
+def render_saved(paths) -> int:
+    """The table of several saved runs: each contender's best over all of them."""
+    results, errors, loads, seconds, repeats = {}, {}, [], 0.0, 0
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            saved = json.load(handle)
+        for contender, runs in saved["results"]:
+            results.setdefault(tuple(contender), []).extend(runs)
+        for contender, error in saved["errors"]:
+            errors[tuple(contender)] = error
+        loads += saved["load"]
+        seconds += saved["seconds"]
+        repeats += saved["repeats"]
+    print(render(results, errors, saved["steps"], saved["warmup"], repeats, [min(loads), max(loads)], seconds,
+                 load_words=("min", "max")))
+    return 0
+
+
+def render(results, errors, steps, warmup, repeats, loads, seconds, load_words=("before", "after")) -> str:
     features = cpu_features()
     flags = ", ".join(f"{f} {'yes' if features[f] else 'no'}" for f in ("avx512f", "avx512_bf16", "amx_bf16", "amx_tile"))
     lines = [f"CPU: {features['name']}, {features['cores']} cores; {flags}",
-             f"load average (1 min) before {load_before[0]:.1f}, after {load_after[0]:.1f}; "
-             f"{args.steps} timed steps after {args.warmup}, best of {args.repeats} interleaved round(s); "
+             f"load average (1 min) {load_words[0]} {loads[0]:.1f}, {load_words[1]} {loads[1]:.1f}; "
+             f"{steps} timed steps after {warmup}, best of {repeats} interleaved round(s); "
              f"{seconds / 60:.1f} min", "",
              "| model | precision | contender | examples/s | vs Keras fit (best) | vs classic Estimator | peak RSS (MB) |",
              "|---|---|---|---|---|---|---|"]

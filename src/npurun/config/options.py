@@ -127,7 +127,8 @@ _OPTIONS = (
            rule="one of " + ", ".join(PRECISION_MODES) + "; None means allow_fp32_to_fp16",
            doc="Operator precision mode.",
            mechanism="grappler auto mixed precision (fp16 on a GPU; on a CPU only where measured at most 1.2x slower "
-                     "than float32, else float32 with a warning; NPURUN_FORCE_LOW_PRECISION=1 forces it), list edits, "
+                     "than float32, else float32 with a warning; NPURUN_FORCE_LOW_PRECISION=1 forces it; "
+                     "NPURUN_FP16_AS_BF16=1 runs the fp16 modes in bf16 on CPUs with fast bf16), list edits, "
                      "TF32 switch",
            onednn=OneDnnDependence(
                off="allow_mix_precision_bf16 does nothing, the bf16 rewrite needs oneDNN (set TF_ENABLE_ONEDNN_OPTS=1 "
