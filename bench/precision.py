@@ -21,8 +21,11 @@ With `--npurun-run`, the same LeNet-style model also runs as an Ascend-style NPU
 under `npurun run` (a fresh process per run, float32 and allow_mix_precision alternating), which is
 the path the acceptance of issue 17 names; steps/s are timed by a hook from step 10 on.
 
+With `--fp16-as-bf16`, each fp16 mode also runs with NPURUN_FP16_AS_BF16=1 (bf16 in place of fp16 on
+a CPU with fast bf16; docs/precision.md).
+
 Usage: python bench/precision.py [--model mlp lenet] [--steps 10] [--warmup 2] [--rounds 3] [--max-seconds 20]
-                                 [--modes MODE ...] [--npurun-run] [--run-steps 100]
+                                 [--modes MODE ...] [--npurun-run] [--run-steps 100] [--fp16-as-bf16]
 """
 from __future__ import annotations
 
@@ -37,6 +40,9 @@ import time
 
 LOW_MODES = ("allow_mix_precision", "allow_mix_precision_fp16", "allow_mix_precision_bf16", "force_fp16")
 FORCE_ENV = "NPURUN_FORCE_LOW_PRECISION"
+SUBSTITUTE_ENV = "NPURUN_FP16_AS_BF16"
+FP16_MODES = ("allow_mix_precision", "allow_mix_precision_fp16", "force_fp16")
+AS_BF16 = "as_bf16"  # the third case of an fp16 mode: NPURUN_FP16_AS_BF16=1
 
 
 def _mlp(tf, v1):
@@ -78,7 +84,8 @@ def _build_case(model: str, precision_mode, forced: bool):
     from npurun.runtime.contributors import build_plan
 
     v1 = tf.compat.v1
-    os.environ[FORCE_ENV] = "1" if forced else "0"
+    os.environ[FORCE_ENV] = "1" if forced is True else "0"
+    os.environ[SUBSTITUTE_ENV] = "1" if forced == AS_BF16 else "0"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plan = build_plan(NPURunConfig(precision_mode=precision_mode).options, "train")
@@ -106,7 +113,8 @@ def _child(request: dict) -> dict:
     cases = []
     for model, mode, forced in request["cases"]:
         plan, session, train, dtypes = _build_case(model, mode, forced)
-        decision = policy.decide(mode, gpu=False, features=policy.cpu_features(), force=forced)
+        decision = policy.decide(mode, gpu=False, features=policy.cpu_features(), force=forced is True,
+                                 substitute=forced == AS_BF16)
         with plan.environment():
             for _ in range(args["warmup"]):
                 session.run(train)
@@ -239,8 +247,11 @@ def _cpu_name() -> str:
 def _table(result, models, title) -> None:
     by_key = {tuple(case["key"]): case for case in result["cases"]}
     print(f"\n{title} (oneDNN {'on' if result['onednn'] else 'off'})\n")
-    print("| model | precision_mode | default: dtype | steps/s | vs float32 | forced: dtype | steps/s | vs float32 |")
-    print("|---|---|---|---|---|---|---|---|")
+    substituted = any(key[2] == AS_BF16 for key in by_key)
+    extra = f" {SUBSTITUTE_ENV}=1: dtype | steps/s | vs float32 |" if substituted else ""
+    print("| model | precision_mode | default: dtype | steps/s | vs float32 | forced: dtype | steps/s | vs float32 |"
+          + extra)
+    print("|---|---|---|---|---|---|---|---|" + ("---|---|---|" if substituted else ""))
     summaries = {}
     for model in models:
         base = by_key[(model, None, False)]
@@ -249,14 +260,18 @@ def _table(result, models, title) -> None:
             if (model, mode, False) not in by_key:
                 continue
             cells = []
-            for forced in (False, True):
-                case = by_key[(model, mode, forced)]
+            for forced in (False, True, AS_BF16):
+                case = by_key.get((model, mode, forced))
+                if case is None:
+                    cells += ["", "", ""] if forced == AS_BF16 and substituted else []
+                    continue
                 summaries[(mode, forced)] = case["decision"]
                 cells += [", ".join(case["dtypes"]), f"{case['best']:.2f}", f"{case['best'] / base['best']:.2f}x"]
             print(f"| {model} | {mode} | " + " | ".join(cells) + " |")
     print("\nWhat the policy says here:")
     for (mode, forced), summary in summaries.items():
-        print(f"- {mode}{' (forced)' if forced else ''}: {summary}")
+        label = {True: " (forced)", AS_BF16: f" ({SUBSTITUTE_ENV}=1)"}.get(forced, "")
+        print(f"- {mode}{label}: {summary}")
 
 
 def main(argv=None) -> int:
@@ -269,6 +284,8 @@ def main(argv=None) -> int:
     parser.add_argument("--max-seconds", type=float, default=20.0)
     parser.add_argument("--modes", nargs="+", choices=LOW_MODES, default=list(LOW_MODES))
     parser.add_argument("--npurun-run", action="store_true", help="also time a LeNet-style script under npurun run")
+    parser.add_argument("--fp16-as-bf16", action="store_true",
+                        help=f"also run each fp16 mode with {SUBSTITUTE_ENV}=1 (bf16 in place of fp16)")
     parser.add_argument("--run-steps", type=int, default=100)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -287,6 +304,8 @@ def main(argv=None) -> int:
     for model in args.model:
         cases.append([model, None, False])
         cases += [[model, mode, forced] for mode in args.modes for forced in (False, True)]
+        if args.fp16_as_bf16:
+            cases += [[model, mode, AS_BF16] for mode in args.modes if mode in FP16_MODES]
     result = _run_child(cases, None, args) if cases else {"onednn": True}
     if cases:
         _table(result, args.model, "CPU, TensorFlow's default oneDNN setting for this CPU")

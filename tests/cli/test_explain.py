@@ -136,3 +136,23 @@ def test_an_unknown_option_gets_a_did_you_mean(capsys):
         main(["explain", "--set", "iteration_per_loop=3"])
     assert exit_.value.code == 2
     assert "did you mean 'iterations_per_loop'?" in capsys.readouterr().err
+
+
+def test_explain_says_what_xla_compiles_in_a_device_loop_and_the_cpu_advice(capsys, monkeypatch):
+    from npurun.config import xla_advice
+
+    monkeypatch.delenv("NPURUN_XLA_DEVICE_LOOP", raising=False)
+    monkeypatch.setattr("npurun.precision.policy.gpu_likely_present", lambda environ=None: False)
+    assert main(["explain", "--format", "json", "--set", "jit_compile=true", "--set", "iterations_per_loop=50"]) == 0
+    rows = {r["option"]: r for r in json.loads(capsys.readouterr().out)}
+    mechanism = rows["jit_compile"]["mechanism"]
+    assert "here: each device-loop step is one XLA computation inside TensorFlow's loop" in mechanism
+    assert "convnet: jit_compile='false'" in mechanism and "dense: " in mechanism
+    monkeypatch.setenv("NPURUN_XLA_DEVICE_LOOP", "loop")
+    assert main(["explain", "--format", "json", "--set", "jit_compile=true", "--set", "iterations_per_loop=50"]) == 0
+    rows = {r["option"]: r for r in json.loads(capsys.readouterr().out)}
+    assert "here: the whole device loop is one XLA computation" in rows["jit_compile"]["mechanism"]
+    # a GPU compiles the whole loop by default, and the CPU advice is not shown there
+    assert xla_advice.summary_here("auto", 50, False, gpu=True, environ={}) == \
+        "here: the whole device loop is one XLA computation (NPURUN_XLA_DEVICE_LOOP=loop)"
+    assert xla_advice.summary_here("auto", 1, False, gpu=False, environ={}).startswith("here: no XLA; CPU advice")

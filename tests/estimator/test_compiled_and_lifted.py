@@ -105,27 +105,83 @@ def _ops_of_plain(make_config, tmp_path):
     return ops.ops
 
 
-@pytest.mark.parametrize("n", [4])
-def test_compiled_device_loop_is_one_computation_and_matches_single_steps(make_config, tmp_path, n):
+@pytest.mark.parametrize("setting", ["loop", "auto"], ids=["whole_loop_gpu_path", "cpu_default_step"])
+def test_compiled_device_loop_matches_single_steps(make_config, tmp_path, monkeypatch, setting):
+    # "loop": the whole loop is one computation (a GPU's default, forced here); "auto" on this CPU:
+    # each iteration's step is one computation inside the executor's loop (runtime/compilation.py).
+    monkeypatch.setenv("NPURUN_XLA_DEVICE_LOOP", setting)
     plain = _train(make_config, str(tmp_path / "plain"), 12, jit_compile="false")
     ops = OpTypesHook()
     looped = _train(make_config, str(tmp_path / "loop"), 12, hooks=[ops], jit_compile="true",
-                    iterations_per_loop=n)
-    assert len(ops.ops) == 12 // n
+                    iterations_per_loop=4)
+    assert len(ops.ops) == 12 // 4
     assert "XlaLaunch" in ops.ops[-1]
-    assert not ops.ops[-1] & (MODEL_OPS | LOOP_OPS), "the loop and the model run inside XLA"
+    assert not ops.ops[-1] & MODEL_OPS, "the model runs inside XLA"
+    if setting == "loop":
+        assert not ops.ops[-1] & LOOP_OPS, "the loop runs inside XLA"
+    else:
+        assert ops.ops[-1] & LOOP_OPS and "IteratorGetNext" in ops.ops[-1], "the executor runs the loop"
     got, want = _weights(looped), _weights(plain)
     assert got["global_step"] == 12
     for name in ("w1", "w2"):
         np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-6)
 
 
-def test_compiled_loop_with_a_finite_input_trains_whole_loops_only(make_config, model_dir):
+@pytest.mark.parametrize("setting,trained", [("loop", 10), ("step", 12)])
+def test_compiled_loop_with_a_finite_input(make_config, model_dir, monkeypatch, setting, trained):
+    monkeypatch.setenv("NPURUN_XLA_DEVICE_LOOP", setting)
     est = NPUEstimator(model_fn, model_dir=model_dir,
                        config=make_config(jit_compile="true", iterations_per_loop=5))
-    # 96 examples in batches of 8: 12 batches, so two loops of 5; the last 2 batches make no loop
+    # 96 examples in batches of 8: 12 batches. A whole compiled loop takes 5 stacked batches, so two
+    # loops of 5 and the last 2 batches make no loop; a compiled step reads batch by batch: all 12.
     est.train(input_fn_for(X, Y, repeat=False), steps=50)
-    assert tf.train.load_checkpoint(model_dir).get_tensor("global_step") == 10
+    assert tf.train.load_checkpoint(model_dir).get_tensor("global_step") == trained
+
+
+def conv_model_fn(features, labels, mode, params):
+    images = tf.reshape(features["x"], [-1, 2, FEATURES // 2, 1])
+    kernel = v1.get_variable("k", [2, 2, 1, 3], initializer=v1.glorot_uniform_initializer(seed=1))
+    hidden = tf.nn.relu(tf.nn.conv2d(images, kernel, 1, "SAME"))
+    w = v1.get_variable("w", [hidden.shape[1] * hidden.shape[2] * 3, 3],
+                        initializer=v1.glorot_uniform_initializer(seed=2))
+    logits = tf.matmul(tf.reshape(hidden, [-1, w.shape[0]]), w)
+    loss = v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = v1.train.MomentumOptimizer(0.05, 0.9).minimize(loss, global_step=v1.train.get_global_step())
+    return EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def test_cpu_convnet_device_loop_with_xla_compiles_the_step_not_the_loop(make_config, model_dir, monkeypatch):
+    # The rule (docs/compilation.md): on a CPU, jit_compile="true" with iterations_per_loop > 1
+    # compiles each step inside the executor's loop, because XLA's CPU backend runs convolution
+    # gradients inside a compiled loop as generic loops. No cost warning then.
+    from npurun.runtime import compilation
+
+    monkeypatch.delenv("NPURUN_XLA_DEVICE_LOOP", raising=False)
+    ops = OpTypesHook()
+    est = NPUEstimator(conv_model_fn, model_dir=model_dir,
+                       config=make_config(jit_compile="true", iterations_per_loop=2, save_checkpoints_steps=1000))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.train(input_fn_for(X, Y), steps=4, hooks=[ops])
+    assert not [w for w in caught if issubclass(w.category, compilation.XlaLoopCostWarning)]
+    assert "XlaLaunch" in ops.ops[-1] and ops.ops[-1] & LOOP_OPS
+    conv_ops = {"Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "_MklNativeConv2D", "_FusedConv2D",
+                "_MklNativeConv2DBackpropFilter", "_MklNativeConv2DBackpropInput", "_MklNativeFusedConv2D"}
+    assert not ops.ops[-1] & conv_ops, "the convolutions run inside the compiled step"
+    assert est.get_variable_value("global_step") == 4
+
+
+def test_cpu_convnet_whole_xla_loop_warns_with_the_measured_cost(make_config, model_dir, monkeypatch):
+    from npurun.runtime import compilation
+
+    monkeypatch.setenv("NPURUN_XLA_DEVICE_LOOP", "loop")
+    est = NPUEstimator(conv_model_fn, model_dir=model_dir,
+                       config=make_config(jit_compile="true", iterations_per_loop=2, save_checkpoints_steps=1000))
+    with pytest.warns(compilation.XlaLoopCostWarning, match=r"\d convolution gradient op\(s\) inside a loop on the "
+                      r"CPU.*measured \d+x slower per step than compiling each step") as caught:
+        est.train(input_fn_for(X, Y), steps=2)
+    assert len([w for w in caught if issubclass(w.category, compilation.XlaLoopCostWarning)]) == 1
+    assert est.get_variable_value("global_step") == 2
 
 
 def test_whole_step_jit_names_the_op_xla_cannot_compile(make_config, model_dir):

@@ -73,6 +73,7 @@ def cpu_features(monkeypatch):
 
     monkeypatch.setattr(policy, "_warned", set())
     monkeypatch.delenv(policy.FORCE_ENV, raising=False)
+    monkeypatch.delenv(policy.SUBSTITUTE_ENV, raising=False)
 
     def pretend(**flags):
         features = policy.CpuFeatures(**flags)

@@ -43,3 +43,15 @@ def test_bad_switch_value_is_shown_not_raised(capsys, cpu_features, no_gpu, monk
     monkeypatch.setenv("NPURUN_FORCE_LOW_PRECISION", "yes")
     assert "NPURUN_FORCE_LOW_PRECISION='yes' is not understood" in precision_row(
         capsys, "--set", "precision_mode=allow_mix_precision")
+
+
+def test_explain_says_what_the_bf16_for_fp16_switch_does(capsys, cpu_features, no_gpu, monkeypatch):
+    cpu_features(avx512_bf16=True, vendor="AuthenticAMD")  # AMD Zen 4: bf16 measured faster than float32
+    here = precision_row(capsys, "--set", "precision_mode=allow_mix_precision")
+    assert "here: float32" in here and "NPURUN_FP16_AS_BF16=1 runs it in bfloat16 instead" in here
+    monkeypatch.setenv("NPURUN_FP16_AS_BF16", "1")
+    here = precision_row(capsys, "--set", "precision_mode=allow_mix_precision")
+    assert "here: bfloat16 in place of float16 on the CPU (NPURUN_FP16_AS_BF16=1; this AMD CPU has AVX512_BF16" in here
+    cpu_features()  # no bf16 hardware: the switch does not apply, and explain says so
+    here = precision_row(capsys, "--set", "precision_mode=force_fp16")
+    assert "NPURUN_FP16_AS_BF16=1 does not apply, bfloat16 is not fast here" in here

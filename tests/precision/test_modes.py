@@ -138,3 +138,22 @@ def test_forcing_on_the_same_cpu_gives_float16_without_the_warning(force_low_pre
         nodes = executed_nodes(config(precision_mode="allow_mix_precision"))
     assert dtypes_of(nodes, "MatMul") == {"float16"}
     assert not [w for w in caught if issubclass(w.category, policy.LowPrecisionFallbackWarning)]
+
+
+@pytest.mark.parametrize("mode", ["allow_mix_precision", "force_fp16"])
+def test_fp16_as_bf16_switch_runs_the_bf16_rewrite_with_one_warning(mode, cpu_features, monkeypatch):
+    cpu_features(avx512_bf16=True, vendor="AuthenticAMD")  # bf16 measured faster than float32 there
+    monkeypatch.setenv(policy.SUBSTITUTE_ENV, "1")
+    cfg = config(precision_mode=mode)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plan = build_plan(cfg.options, "train")
+        build_plan(cfg.options, "eval")
+        nodes = executed_nodes(cfg) if modes.onednn_enabled() else None
+    rewrite = plan.config_proto.graph_options.rewrite_options
+    assert (rewrite.auto_mixed_precision_onednn_bfloat16, rewrite.auto_mixed_precision_cpu) == (1, 0)
+    assert not any(name.startswith(AMP_ENV_PREFIX) and "FP16" in name for name in plan.env if "EMULATE" in name)
+    substituted = [str(w.message) for w in caught if issubclass(w.category, policy.LowPrecisionSubstitutionWarning)]
+    assert len(substituted) == 1 and f"precision_mode={mode!r} runs in bfloat16 in place of float16" in substituted[0]
+    if nodes is not None:  # oneDNN on in this process: the matrix product ran in bf16
+        assert dtypes_of(nodes, "MatMul") == {"bfloat16"}

@@ -112,6 +112,56 @@ def test_fallback_warns_once_per_mode(monkeypatch):
     assert "'allow_mix_precision'" in messages[0] and f"'{BF16}'" in messages[1]
 
 
+@pytest.mark.parametrize("mode", FP16_MODES)
+@pytest.mark.parametrize("name", ["zen4", "sapphire_rapids", "granite_rapids"])
+def test_bf16_substitution_runs_fp16_modes_in_bf16_where_bf16_is_fast(mode, name):
+    decision = policy.decide(mode, gpu=False, features=machine(name), substitute=True)
+    assert (decision.dtype, decision.device, decision.substituted, decision.fallback) == ("bfloat16", "CPU", True, False)
+    assert decision.summary().startswith("here: bfloat16 in place of float16 on the CPU (NPURUN_FP16_AS_BF16=1; ")
+    assert f"precision_mode={mode!r} runs in bfloat16 in place of float16" in decision.substitution_warning()
+    # without the switch the mode keeps its float16 rule, and explain says what the switch would do
+    plain = policy.decide(mode, gpu=False, features=machine(name))
+    assert not plain.substituted and "NPURUN_FP16_AS_BF16=1 runs it in bfloat16 instead" in plain.summary()
+
+
+@pytest.mark.parametrize("name", ["zen3", "cooper_lake"])
+def test_bf16_substitution_does_not_apply_where_bf16_is_slow(name):
+    decision = policy.decide("allow_mix_precision", gpu=False, features=machine(name), substitute=True)
+    assert (decision.dtype, decision.fallback, decision.substituted) == (None, True, False)
+    assert "NPURUN_FP16_AS_BF16=1 does not apply, bfloat16 is not fast here" in decision.summary()
+    assert "NPURUN_FP16_AS_BF16" not in policy.decide("allow_mix_precision", gpu=False,
+                                                      features=machine(name)).summary()
+
+
+def test_bf16_substitution_leaves_gpus_bf16_and_float32_modes_alone():
+    gpu = policy.decide("allow_mix_precision", gpu=True, features=machine("sapphire_rapids"), substitute=True)
+    assert (gpu.dtype, gpu.device, gpu.substituted) == ("float16", "GPU", False)
+    assert "changes nothing on a GPU" in gpu.summary()
+    bf16 = policy.decide(BF16, gpu=False, features=machine("zen4"), substitute=True)
+    assert (bf16.dtype, bf16.substituted) == ("bfloat16", False)
+    for mode in (None, "allow_fp32_to_fp16", "force_fp32", "must_keep_origin_dtype"):
+        assert policy.decide(mode, gpu=False, features=machine("zen4"), substitute=True).dtype is None
+
+
+@pytest.mark.parametrize("value, expected", [(None, False), ("", False), ("0", False), ("1", True)])
+def test_substitution_switch_values(value, expected):
+    assert policy.substituting({} if value is None else {policy.SUBSTITUTE_ENV: value}) is expected
+    with pytest.raises(ValueError, match="NPURUN_FP16_AS_BF16='on' is not understood: set it to 1"):
+        policy.substituting({policy.SUBSTITUTE_ENV: "on"})
+
+
+def test_substitution_warns_once_per_mode(monkeypatch):
+    monkeypatch.setattr(policy, "_warned", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for mode in ("allow_mix_precision", "allow_mix_precision", "force_fp16"):
+            policy.warn_once(policy.decide(mode, gpu=False, features=machine("zen4"), substitute=True))
+    messages = [str(w.message) for w in caught if issubclass(w.category, policy.LowPrecisionSubstitutionWarning)]
+    assert len(messages) == 2 and len(caught) == 2
+    assert "'allow_mix_precision' runs in bfloat16 in place of float16" in messages[0]
+    assert "this AMD CPU has AVX512_BF16" in messages[0] and "Unset NPURUN_FP16_AS_BF16" in messages[0]
+
+
 def test_gpu_guess_respects_cuda_visible_devices():
     assert policy.gpu_likely_present({"CUDA_VISIBLE_DEVICES": "-1"}) is False
     assert policy.gpu_likely_present({"CUDA_VISIBLE_DEVICES": ""}) is False

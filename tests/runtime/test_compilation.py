@@ -1,4 +1,6 @@
 """jit_compile and mix_compile_mode: what XLA compiles, observed in the executed graphs."""
+import warnings
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -36,11 +38,81 @@ def test_whole_step_is_one_xla_computation_and_trains_like_tensorflow():
     assert step == 3
 
 
+def test_device_loop_rule_compiles_the_step_on_a_cpu_and_the_loop_on_a_gpu():
+    xla = options(jit_compile="true", iterations_per_loop=4)
+    assert compilation.loop_compilation(xla, gpu=False, environ={}) == "step"
+    assert compilation.loop_compilation(xla, gpu=True, environ={}) == "loop"
+    for gpu in (False, True):
+        assert compilation.loop_compilation(xla, gpu=gpu, environ={"NPURUN_XLA_DEVICE_LOOP": "loop"}) == "loop"
+        assert compilation.loop_compilation(xla, gpu=gpu, environ={"NPURUN_XLA_DEVICE_LOOP": "Step"}) == "step"
+        # auto stays off on a CPU, mixed mode clusters: nothing for the loop rule to choose
+        assert compilation.loop_compilation(options(iterations_per_loop=4), gpu=False, environ={}) == "none"
+        assert compilation.loop_compilation(options(jit_compile="false"), gpu=gpu, environ={}) == "none"
+    with pytest.raises(ValueError, match=r"NPURUN_XLA_DEVICE_LOOP='whole' is not understood: set it to 'step'"):
+        compilation.loop_compilation(xla, gpu=False, environ={"NPURUN_XLA_DEVICE_LOOP": "whole"})
+
+
+def conv_step(images, labels):
+    kernel = v1.get_variable("k", [3, 3, 2, 4], initializer=v1.glorot_uniform_initializer(seed=1))
+    hidden = tf.nn.relu(tf.nn.conv2d(images, kernel, 1, "SAME"))
+    kernel2 = v1.get_variable("k2", [3, 3, 4, 4], initializer=v1.glorot_uniform_initializer(seed=2))
+    logits = tf.reduce_mean(tf.nn.conv2d(hidden, kernel2, 1, "SAME"), [1, 2])
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    with tf.control_dependencies([v1.train.GradientDescentOptimizer(0.1).minimize(loss)]):
+        return tf.identity(loss)
+
+
+def _build_conv(loop_in_computation):
+    """compile_step of a 2-iteration device loop of conv_step (the loop inside the computation) or
+    of each iteration's step (inside a tf.while_loop); graph built only, nothing runs."""
+    opts = options(jit_compile="true", iterations_per_loop=2)
+    graph = tf.Graph()
+    with graph.as_default(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        images = tf.zeros([2, 4, 8, 8, 2])
+        labels = tf.zeros([2, 4], tf.int32)
+        if loop_in_computation:
+            compilation.compile_step(
+                opts, lambda s: compilation.device_loop(lambda e: conv_step(*e), 2, s), [(images, labels)])
+        else:
+            def step(k):
+                with tf.control_dependencies([conv_step(images[k], labels[k])]):
+                    return k + 1
+
+            def body(i):
+                return compilation.compile_step(opts, step, [i])
+            tf.while_loop(lambda i: i < 2, body, [tf.constant(0)])
+    return [w for w in caught if issubclass(w.category, compilation.XlaLoopCostWarning)]
+
+
+def test_a_cpu_xla_loop_over_convolution_gradients_warns_with_the_cost():
+    found = _build_conv(loop_in_computation=True)
+    assert len(found) == 1
+    message = str(found[0].message)
+    # two convolutions, each with its filter and input gradients (TensorFlow builds both)
+    assert "4 convolution gradient op(s) inside a loop on the CPU" in message
+    assert f"measured {compilation.CPU_CONV_LOOP_SLOWDOWN:.0f}x slower per step than compiling each step" in message
+    assert "NPURUN_XLA_DEVICE_LOOP" in message and "jit_compile='false'" in message
+
+
+def test_a_compiled_step_inside_a_loop_and_a_dense_loop_do_not_warn():
+    assert _build_conv(loop_in_computation=False) == []
+    graph = tf.Graph()
+    with graph.as_default(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        xs, ys = batch(n=32)
+        stacked = (tf.reshape(xs, [2, 16, 8]), tf.reshape(ys, [2, 16]))
+        compilation.compile_step(options(jit_compile="true", iterations_per_loop=2),
+                                 lambda s: compilation.device_loop(lambda e: mlp_step(*e), 2, s), [stacked])
+    assert not [w for w in caught if issubclass(w.category, compilation.XlaLoopCostWarning)]
+    # the GPU backend has no such cost: no warning for its device type
+    assert not compilation.warn_loop_cost(graph, graph.get_operations(), "XLA_GPU_JIT")
+
+
 def looped_step(iterations):
     def build(opts):
         xs, ys = batch(n=16 * iterations * 2)
         dataset = tf.data.Dataset.from_tensor_slices((xs, ys)).batch(16, drop_remainder=True).repeat()
-        assert compilation.loop_is_compiled(opts)
         iterator = v1.data.make_initializable_iterator(compilation.stack_for_loop(dataset, iterations))
         stacked = iterator.get_next()
         losses = compilation.compile_step(

@@ -6,7 +6,7 @@ import shutil
 import textwrap
 from typing import Iterable
 
-from ..config import onednn as onednn_policy
+from ..config import onednn as onednn_policy, xla_advice
 from ..config.options import OPTIONS
 from ..config.table import Configurable
 
@@ -19,10 +19,17 @@ def _show(value) -> str:
     return repr(value)
 
 
-def _mechanism_here(name: str, option, value, onednn: bool) -> str:
-    """The option's mechanism on this machine: what differs with oneDNN on or off, and for
-    precision_mode what the mode does on this CPU."""
+def _mechanism_here(name: str, option, value, onednn: bool, options=None) -> str:
+    """The option's mechanism on this machine: what differs with oneDNN on or off, for
+    precision_mode what the mode does on this CPU, and for jit_compile what XLA compiles here
+    with the measured advice per model kind (config/xla_advice.py)."""
     mechanism = option.mechanism_here(onednn)
+    if name == "jit_compile" and options is not None:
+        from ..precision import policy  # plain Python: the GPU guess without TensorFlow
+
+        here = xla_advice.summary_here(value, options.get("iterations_per_loop", 1),
+                                       options.get("mix_compile_mode", False), policy.gpu_likely_present())
+        return f"{mechanism}; {here}"
     if name != "precision_mode" or option.status_here(value, onednn) != option.status:
         return mechanism  # (a mode that oneDNN's absence makes ineffective has no CPU policy to tell)
     from ..precision import policy  # plain Python: the per-machine rule for low-precision modes
@@ -47,7 +54,7 @@ def rows(config, onednn: onednn_policy.OneDnn | None = None) -> list[dict]:
             "value": _show(value),
             "default": option.is_default(value) or name not in config.given,
             "kind": option.status_here(value, here.enabled),
-            "mechanism": _mechanism_here(name, option, value, here.enabled),
+            "mechanism": _mechanism_here(name, option, value, here.enabled, config.options),
         })
     return result
 

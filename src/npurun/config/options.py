@@ -15,6 +15,7 @@ from . import parsers
 from .dump import DumpConfig
 from .profiling import ProfilingConfig
 from .table import Kind, Nested, OneDnnDependence, Option, Scalar
+from .xla_advice import CPU_CONV_LOOP_SLOWDOWN
 from .validators import (anything, boolean, choice, converted, directory, existing_file, instance_of, integer,
                          number, parsed)
 
@@ -126,7 +127,8 @@ _OPTIONS = (
            rule="one of " + ", ".join(PRECISION_MODES) + "; None means allow_fp32_to_fp16",
            doc="Operator precision mode.",
            mechanism="grappler auto mixed precision (fp16 on a GPU; on a CPU only where measured at most 1.2x slower "
-                     "than float32, else float32 with a warning; NPURUN_FORCE_LOW_PRECISION=1 forces it), list edits, "
+                     "than float32, else float32 with a warning; NPURUN_FORCE_LOW_PRECISION=1 forces it; "
+                     "NPURUN_FP16_AS_BF16=1 runs the fp16 modes in bf16 on CPUs with fast bf16), list edits, "
                      "TF32 switch",
            onednn=OneDnnDependence(
                off="allow_mix_precision_bf16 does nothing, the bf16 rewrite needs oneDNN (set TF_ENABLE_ONEDNN_OPTS=1 "
@@ -161,8 +163,11 @@ _OPTIONS = (
            codec=_s("jit_compile"),
            rule="'auto', 'true' or 'false' (npurun extension); 'auto' compiles on a GPU, not on a CPU",
            doc="Whether XLA compiles the training step (with iterations_per_loop > 1, the whole device loop).",
-           mechanism="XLA: xla.compile of the step / device loop (mix_compile_mode=False) or auto-clustering "
-                     "(global_jit_level ON_1, mix_compile_mode=True); 'false': global_jit_level OFF"),
+           mechanism="XLA: xla.compile of the step (mix_compile_mode=False; with iterations_per_loop > 1 each "
+                     "step inside TensorFlow's loop on a CPU, the whole device loop on a GPU, "
+                     "NPURUN_XLA_DEVICE_LOOP=step/loop overrides: a CPU whole loop runs convolution gradients as "
+                     f"generic loops, measured {CPU_CONV_LOOP_SLOWDOWN:.0f}x slower, and warns) or auto-clustering (global_jit_level ON_1, "
+                     "mix_compile_mode=True); 'false': global_jit_level OFF"),
     Option("hcom_parallel", False, boolean(), EFFECT, nullable=False, codec=_b("hcom_parallel"),
            rule="True or False",
            doc="Overlap gradient all-reduce with the backward pass.",

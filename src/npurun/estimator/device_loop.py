@@ -19,9 +19,12 @@ model_fn is called inside the loop body, so its ops live there. Its `tf.compat.v
 are lifted to the host like host_call tensors, and hooks fetching its loss get the last
 iteration's value (see host_values.py).
 
-With whole-step XLA compilation (runtime.compilation.loop_is_compiled) the loop is one XLA
-computation: the input is read outside it, N elements stacked by one get_next, so a finite
-input's last N-1 elements at most (a partial loop) are not trained on.
+With whole-step XLA compilation, `runtime.compilation.loop_compilation` decides. "loop" (a GPU):
+the loop is one XLA computation; the input is read outside it, N elements stacked by one
+get_next, so a finite input's last N-1 elements at most (a partial loop) are not trained on.
+"step" (a CPU): the loop stays the executor's, get_next inside it, and each iteration's step is
+one XLA computation (XLA's CPU backend runs convolution gradients inside a compiled loop as generic
+loops, many times slower; see runtime/compilation.py).
 """
 from __future__ import annotations
 
@@ -70,7 +73,7 @@ def check_input(inp, iterations: int) -> None:
 
 
 def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[Callable] = None,
-          hooks=()) -> tuple:
+          hooks=(), compile_iteration: Optional[Callable] = None) -> tuple:
     """Build the loop; returns (the EstimatorSpec model_fn returned inside it, LoopOutputs).
 
     `compile_loop(fn, inputs)`, when given, builds `fn(*inputs)` as one XLA computation (see
@@ -78,6 +81,9 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
     gives the N elements of the loop stacked (the dataset was batched by N), and iteration i
     takes the i-th of them. Tensors that `hooks` (and model_fn's training hooks) name by string, and the
     scalars model_fn names at its top level, are kept from the last iteration (`LoopOutputs.named`).
+    `compile_iteration(fn, inputs)` instead builds each iteration's step (model_fn and the buffer
+    writes) as one XLA computation inside the loop, whose get_next stays outside it (how a CPU
+    compiles a device loop: runtime.compilation.loop_compilation).
     """
     captured = {}
     named = []  # (tensor in the body, its one-slot buffer)
@@ -121,7 +127,11 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
                     features, labels = split_element(inp.iterator.get_next())
                 else:  # iteration i's slice of the N stacked elements
                     features, labels = compiled_step.repack(structure, leaves, positions, [t[i] for t in stacked])
-            with tf.control_dependencies([train_step(i, features, labels)]):
+            if compile_iteration is None:
+                done = train_step(i, features, labels)
+            else:
+                done = _compiled_iteration(compile_iteration, train_step, i, features, labels)
+            with tf.control_dependencies([done]):
                 return (i + 1,)
 
         # A static trip count lets XLA compile the loop; the plain loop does without its extra counter.
@@ -145,6 +155,20 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
                           loss_buffer.read_value(), [buffer.read_value() for buffer in buffers],
                           last_named)
     return captured["spec"], outputs
+
+
+def _compiled_iteration(compile_iteration, train_step, i, features, labels):
+    """`train_step(i, features, labels)` built by `compile_iteration` as one computation; its output
+    (i, once the step ran) is what the loop waits for."""
+    structure = (features, labels)
+    leaves, positions = compiled_step.tensor_leaves(structure)
+
+    def computation(index, *tensors):
+        f, l = compiled_step.repack(structure, leaves, positions, tensors)
+        with tf.control_dependencies([train_step(index, f, l)]):
+            return tf.identity(index)
+
+    return compile_iteration(computation, [i] + [leaves[k] for k in positions])
 
 
 def _buffer(k, tensor, iterations):

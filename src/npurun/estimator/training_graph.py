@@ -37,9 +37,13 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                       "checkpoints (save_checkpoints_steps=0 or not the chief)", UserWarning, stacklevel=3)
     plan = estimator._plan(ModeKeys.TRAIN)
     whole = compilation.resolve_jit(options).mode == "whole"
+    # A device loop under whole-step XLA: the whole loop is one computation over stacked input
+    # ("loop"), or each iteration's step is one inside the executor's loop ("step", on a CPU).
+    looped = compilation.loop_compilation(options) if iterations > 1 else "none"
+    stacked = whole and (iterations == 1 or looped == "loop")
     holder = {}
-    make_input = estimator._input_maker(input_fn, ModeKeys.TRAIN, holder, get_next=iterations == 1 or whole,
-                                        transform=_input_transform(options, iterations, whole, holder))
+    make_input = estimator._input_maker(input_fn, ModeKeys.TRAIN, holder, get_next=iterations == 1 or stacked,
+                                        transform=_input_transform(options, iterations, stacked, holder))
     # With several ranks, gradient all-reduces built by model_fn carry the stop flag (stop_flag.py).
     riding = stop_flag_lib.training_graph() if plan.stop_flag is not None else contextlib.nullcontext()
     with plan.environment(), riding:
@@ -47,13 +51,15 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
             def features_outside_loop():
                 features = make_input()  # N stacked elements when the loop is compiled
                 device_loop.check_input(holder["input"], iterations)
-                return features if whole else (None, None)
+                return features if stacked else (None, None)
 
             def build_loop(features, labels):
-                compile_loop = (lambda fn, inputs: compilation.compile_step(options, fn, inputs)) if whole else None
-                spec, holder["loop"] = device_loop.build(estimator, holder["input"], iterations,
-                                                         _v1.train.get_global_step(), compile_loop,
-                                                         hooks=list(hooks) + list(plan.hooks))
+                def compile_fn(fn, inputs):
+                    return compilation.compile_step(options, fn, inputs)
+                spec, holder["loop"] = device_loop.build(
+                    estimator, holder["input"], iterations, _v1.train.get_global_step(),
+                    compile_fn if looped == "loop" else None, hooks=list(hooks) + list(plan.hooks),
+                    compile_iteration=compile_fn if looped == "step" else None)
                 return spec
             built = building.ModeGraph(estimator, ModeKeys.TRAIN, plan, features_outside_loop, build_loop)
         elif whole:

@@ -4,7 +4,9 @@ What each precision_mode does here (`contribute`):
 
 Low-precision modes first go through the machine's policy (`policy.decide`, TensorFlow-free):
 on a CPU where the low dtype was not measured within 1.2x of float32's speed they run in
-float32 with one warning, unless NPURUN_FORCE_LOW_PRECISION=1. When they do lower ops:
+float32 with one warning, unless NPURUN_FORCE_LOW_PRECISION=1. With NPURUN_FP16_AS_BF16=1 on a
+CPU with fast bf16 the fp16 modes run as `allow_mix_precision_bf16` does, with one warning naming
+the substitution. When they do lower ops:
 
 | precision_mode | session |
 |---|---|
@@ -180,13 +182,14 @@ def contribute(options, mode: str, plan) -> None:
         return
 
     decision = policy.decide(precision_mode, gpu=_uses_gpu(plan), features=policy.cpu_features(),
-                             force=policy.forced())
+                             force=policy.forced(), substitute=policy.substituting())
     if decision.dtype is None:  # the machine's policy: float32 here (policy.py says why)
         policy.warn_once(decision)
         return
+    policy.warn_once(decision)  # warns only for a bf16-for-fp16 substitution (NPURUN_FP16_AS_BF16=1)
 
     rewrite = plan.config_proto.graph_options.rewrite_options
-    if precision_mode == BF16_MODE:
+    if precision_mode == BF16_MODE or decision.substituted:
         dtype, device_type = "bfloat16", "CPU"
         if not onednn_enabled():
             warnings.warn("npurun precision: precision_mode='allow_mix_precision_bf16' needs TensorFlow's oneDNN, "
@@ -207,7 +210,7 @@ def contribute(options, mode: str, plan) -> None:
 
     lowerable = functools.partial(has_kernel, dtype=dtype, device_type=device_type)
     drop = [op for op in lists.default_list(dtype, "allow") if not lowerable(op)]
-    widen = sorted(forceable_ops(device_type)) if precision_mode == FORCE_FP16 else ()
+    widen = sorted(forceable_ops(device_type)) if precision_mode == FORCE_FP16 and dtype == "float16" else ()
     list_plan = lists.plan_lists(dtype, _mixlist_edits(options), impl.high_precision_ops, widen_allow=widen,
                                  drop=drop, lowerable=lowerable)
     plan.env.update(list_plan.environment())

@@ -11,10 +11,21 @@ and mode, saying why and how to force the real low-precision graph.
 low-precision graph on any CPU, for people who check numerics (overflow, loss-scale behaviour,
 dump comparison). On a GPU the fp16 modes always run fp16 automatic mixed precision.
 
+`NPURUN_FP16_AS_BF16=1` (an npurun extension, process environment) substitutes bfloat16 for
+float16 in the fp16 modes (`allow_mix_precision`, `allow_mix_precision_fp16`, `force_fp16`) on a
+CPU whose bf16 was measured faster than float32 (`FAST_BF16`: AMX-BF16, or AVX512_BF16 on AMD):
+they then run TensorFlow's oneDNN bf16 rewrite, as `allow_mix_precision_bf16` does (force_fp16's
+"every op" widening is not carried over: bf16 goes where TensorFlow's bf16 lists allow), with one
+warning per process and mode naming the substitution. Elsewhere (GPUs, CPUs with slow bf16) the
+switch changes nothing, and `npurun explain` says why. Scripts written for the NPU's fp16 modes
+get the CPU's fast low precision without editing their configuration; bf16 has float32's range,
+so fp16 loss scaling is not needed (it still runs if configured).
+
 This module is imported by `npurun explain`, which must not import TensorFlow: keep it TF-free.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import warnings
@@ -22,6 +33,8 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
 FORCE_ENV = "NPURUN_FORCE_LOW_PRECISION"
+SUBSTITUTE_ENV = "NPURUN_FP16_AS_BF16"
+FAST_BF16 = 1.0  # bf16 counts as fast on a CPU measured at least this much faster than float32
 SLOWDOWN_LIMIT = 1.2  # the default may make training at most this much slower than float32
 CPUINFO = "/proc/cpuinfo"
 
@@ -133,6 +146,18 @@ def forced(environ: Mapping[str, str] = os.environ) -> bool:
                      f"unset it) for npurun's per-machine policy")
 
 
+def substituting(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether NPURUN_FP16_AS_BF16 asks for bfloat16 in place of float16 on CPUs with fast bf16."""
+    value = environ.get(SUBSTITUTE_ENV, "").strip()
+    if value in ("", "0"):
+        return False
+    if value == "1":
+        return True
+    raise ValueError(f"environment variable {SUBSTITUTE_ENV}={value!r} is not understood: set it to 1 to run the "
+                     f"fp16 precision_modes in bfloat16 on CPUs with fast bf16, or to 0 (or unset it) to keep them "
+                     f"float16 (npurun's per-machine policy)")
+
+
 # ---- the decision -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Decision:
@@ -149,14 +174,23 @@ class Decision:
     reason: str
     fallback: bool = False
     forced: bool = False
+    substituted: bool = False  # bfloat16 in place of the mode's float16 (NPURUN_FP16_AS_BF16=1)
+    hint: str = ""  # for explain: what NPURUN_FP16_AS_BF16 would do (or why it does nothing) here
 
     def summary(self) -> str:
         """One line for `npurun explain`: what runs here and how to change it."""
+        hint = f"; {self.hint}" if self.hint else ""
         if self.dtype is None and not self.fallback:
             return f"here: float32 ({self.reason})"
         if self.dtype is None:
-            return (f"here: float32, {self.reason}; real {LOW_DTYPE[self.mode]} numerics with {FORCE_ENV}=1")
-        return f"here: {self.dtype} on the {self.device} ({self.reason})"
+            return (f"here: float32, {self.reason}; real {LOW_DTYPE[self.mode]} numerics with {FORCE_ENV}=1{hint}")
+        if self.substituted:
+            return f"here: bfloat16 in place of float16 on the CPU ({self.reason})"
+        return f"here: {self.dtype} on the {self.device} ({self.reason}){hint}"
+
+    def substitution_warning(self) -> str:
+        return (f"npurun precision: precision_mode={self.mode!r} runs in bfloat16 in place of float16 on this CPU "
+                f"({self.reason}). Unset {SUBSTITUTE_ENV} to keep float16.")
 
     def warning(self) -> str:
         return (f"npurun precision: precision_mode={self.mode!r} runs in float32 on this CPU, because "
@@ -187,8 +221,10 @@ def _cpu_decision(mode: str, dtype: str, features: CpuFeatures, force: bool) -> 
     return Decision(mode, None, "CPU", why, fallback=True)
 
 
-def decide(mode: Optional[str], *, gpu: bool, features: CpuFeatures, force: bool = False) -> Decision:
-    """What `mode` does on a machine with (`gpu`, `features`), with or without the forcing switch."""
+def decide(mode: Optional[str], *, gpu: bool, features: CpuFeatures, force: bool = False,
+           substitute: bool = False) -> Decision:
+    """What `mode` does on a machine with (`gpu`, `features`), with or without the forcing switch
+    and the bf16-for-fp16 switch (`substitute`, NPURUN_FP16_AS_BF16)."""
     mode = mode or DEFAULT_MODE
     if mode in FLOAT32_MODES:
         why = ("every op has a float32 kernel here; TF32 as the process has it" if mode == DEFAULT_MODE
@@ -196,14 +232,29 @@ def decide(mode: Optional[str], *, gpu: bool, features: CpuFeatures, force: bool
         return Decision(mode, None, "GPU" if gpu else "CPU", why)
     dtype = LOW_DTYPE[mode]
     if dtype == "float16" and gpu:
-        return Decision(mode, "float16", "GPU", "fp16 automatic mixed precision on the GPU")
+        hint = f"{SUBSTITUTE_ENV}=1 changes nothing on a GPU" if substitute else ""
+        return Decision(mode, "float16", "GPU", "fp16 automatic mixed precision on the GPU", hint=hint)
+    if dtype == "float16":
+        bf16 = _cpu_decision(mode, "bfloat16", features, False)
+        speedup = measured_speedup("bfloat16", features)
+        fast = speedup is not None and speedup >= FAST_BF16
+        if substitute and fast:
+            return Decision(mode, "bfloat16", "CPU", f"{SUBSTITUTE_ENV}=1; {bf16.reason}", substituted=True)
+        decision = _cpu_decision(mode, dtype, features, force)
+        if fast:
+            hint = f"{SUBSTITUTE_ENV}=1 runs it in bfloat16 instead ({bf16.reason})"
+        else:
+            hint = (f"{SUBSTITUTE_ENV}=1 does not apply, bfloat16 is not fast here ({bf16.reason})"
+                    if substitute else "")
+        return dataclasses.replace(decision, hint=hint)
     # bf16: TensorFlow's bf16 rewrite handles CPU ops only, so the CPU's hardware decides.
     return _cpu_decision(mode, dtype, features, force)
 
 
 def decide_here(mode: Optional[str], gpu: Optional[bool] = None) -> Decision:
     """`decide` for this machine and process environment (GPU guessed without TensorFlow if not given)."""
-    return decide(mode, gpu=gpu_likely_present() if gpu is None else gpu, features=cpu_features(), force=forced())
+    return decide(mode, gpu=gpu_likely_present() if gpu is None else gpu, features=cpu_features(), force=forced(),
+                  substitute=substituting())
 
 
 _warned: set = set()
@@ -213,9 +264,16 @@ class LowPrecisionFallbackWarning(UserWarning):
     """A low-precision precision_mode runs in float32 on this machine (see npurun.precision.policy)."""
 
 
+class LowPrecisionSubstitutionWarning(UserWarning):
+    """An fp16 precision_mode runs in bfloat16 on this CPU (NPURUN_FP16_AS_BF16=1)."""
+
+
 def warn_once(decision: Decision) -> None:
-    """Warn about a float32 fallback, once per process and mode."""
-    if not decision.fallback or decision.mode in _warned:
+    """Warn about a float32 fallback or a bf16-for-fp16 substitution, once per process and mode."""
+    if not (decision.fallback or decision.substituted) or decision.mode in _warned:
         return
     _warned.add(decision.mode)
-    warnings.warn(decision.warning(), LowPrecisionFallbackWarning, stacklevel=3)
+    if decision.substituted:
+        warnings.warn(decision.substitution_warning(), LowPrecisionSubstitutionWarning, stacklevel=3)
+    else:
+        warnings.warn(decision.warning(), LowPrecisionFallbackWarning, stacklevel=3)

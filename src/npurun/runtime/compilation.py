@@ -22,19 +22,38 @@ Rules:
 
 How the Estimator uses it (iterations_per_loop = N; estimator/compiled_step.py, device_loop.py):
   N == 1:  model_fn's step is built by compile_step(options, step_fn, input tensors).
-  N > 1 and loop_is_compiled(options): the dataset goes through stack_for_loop (one get_next
-           gives N batches) and the Estimator's tf.while_loop over them is built by compile_step.
+  N > 1, whole mode: `loop_compilation(options)` says what is one XLA computation:
+           "loop" (on a GPU): the dataset goes through stack_for_loop (one get_next gives N
+           batches) and the Estimator's tf.while_loop over them is built by compile_step;
+           "step" (on a CPU): the Estimator's own tf.while_loop with get_next inside, and each
+           iteration's step (model_fn, optimizer, buffers) built by compile_step inside it.
   N > 1 otherwise: the Estimator's own tf.while_loop with get_next inside; nothing to call here
            (mixed mode clusters the loop body automatically).
+
+Why a CPU compiles the step and not the loop (measured, docs/compilation.md "Device loops and XLA on
+a CPU"): in a whole-loop computation XLA's CPU backend emits the gradient convolutions
+(Conv2DBackpropFilter / Conv2DBackpropInput, whose dimension order is not the canonical one) as
+generic elemental loops (`*Conv2DBackpropFilter*_elemental_kernel_module` in an XLA dump), where the
+same convolutions compiled at a computation's top level are transposed into the canonical form
+and run in its Eigen convolution kernel. A ResNet step runs many times slower that way. The step
+compiled inside the executor's loop keeps the fast kernels; what it gives up (the executor's
+per-iteration loop ops) costs microseconds per step. `NPURUN_XLA_DEVICE_LOOP` (npurun extension,
+process environment) chooses: "auto" (default: "step" on a CPU, "loop" on a GPU), "step" or "loop";
+a whole-loop computation with convolution gradients for a CPU warns with the measured cost
+(`warn_loop_cost`). The rule and its measurements live in config/xla_advice.py (plain Python, read by
+`npurun explain` too).
 `device_loop` below is the same loop for sess.run scripts. `step_fn` builds one training step
 (model_fn, optimizer, global_step update) and returns the loss (with the train op as a control
 dependency); variables may be created inside it.
 """
 from __future__ import annotations
 
+import os
+import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from ..config.xla_advice import CPU_CONV_LOOP_SLOWDOWN, LOOP_ENV, LOOP_VALUES, loop_rule, loop_setting  # noqa: F401
 from .plan import Options, SessionPlan
 # The Estimator and dynamic_execute reach these through this module.
 from . import xla_coverage
@@ -89,9 +108,82 @@ def explained_compile_errors(options: Options, graph):
     return xla_coverage.explained_compile_errors(resolve_jit(options), graph)
 
 
-def loop_is_compiled(options: Options) -> bool:
+CONV_GRADIENT_OPS = frozenset({
+    "Conv2DBackpropFilter", "Conv2DBackpropInput", "Conv3DBackpropFilterV2", "Conv3DBackpropInputV2",
+    "DepthwiseConv2dNativeBackpropFilter", "DepthwiseConv2dNativeBackpropInput"})
+
+
+class XlaLoopCostWarning(UserWarning):
+    """An XLA computation holds a loop over convolution gradients for a CPU (see `warn_loop_cost`)."""
+
+
+def loop_compilation(options: Options, gpu: bool | None = None,
+                     environ: Mapping[str, str] = os.environ) -> str:
+    """What XLA compiles of a device loop (iterations_per_loop > 1): "none" (XLA is off or mixed),
+    "loop" (the whole loop is one computation: its input must be stacked) or "step" (each
+    iteration's step is one computation inside the executor's loop). See the module rules."""
+    choice = resolve_jit(options, gpu)
+    if choice.mode != "whole":
+        return "none"
+    return loop_rule(choice.device_type == "XLA_GPU_JIT", environ)
+
+
+def loop_is_compiled(options: Options, gpu: bool | None = None) -> bool:
     """True when the device loop must be one XLA computation (then its input must be stacked)."""
-    return resolve_jit(options).mode == "whole"
+    return loop_compilation(options, gpu) == "loop"
+
+
+def _inside_loop(op, graph) -> bool:
+    """Whether `op` (in an xla.compile computation) sits in a tf.while_loop built inside it."""
+    context = op._get_control_flow_context()
+    while context is not None:
+        if context.IsWhileContext():
+            return True
+        if context.IsXLAContext():
+            return False  # reached the computation's own context: the loop (if any) is outside it
+        context = context.outer_context
+    return False
+
+
+def looped_conv_gradients(graph, ops) -> list:
+    """The convolution-gradient ops among `ops` that run in a loop inside their XLA computation
+    (tf.while_loop of TF 1 control flow, or the body function of a While op among `ops`)."""
+    found = [op for op in ops if op.type in CONV_GRADIENT_OPS and _inside_loop(op, graph)]
+    bodies = [op.get_attr("body").name for op in ops if op.type in ("While", "StatelessWhile")]
+    if bodies:
+        library = {f.signature.name: f for f in graph.as_graph_def().library.function}
+        seen, todo = set(), list(bodies)
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in library:
+                continue
+            seen.add(name)
+            for node in library[name].node_def:
+                if node.op in CONV_GRADIENT_OPS:
+                    found.append(node)
+                for attr in node.attr.values():
+                    if attr.HasField("func"):
+                        todo.append(attr.func.name)
+    return found
+
+
+def loop_cost_message(count: int) -> str:
+    return (f"npurun XLA: this XLA computation runs {count} convolution gradient op(s) inside a loop on the CPU; "
+            f"XLA's CPU backend emits those as generic loops, not its convolution kernels: measured "
+            f"{CPU_CONV_LOOP_SLOWDOWN:.0f}x slower per step than compiling each step (docs/compilation.md). "
+            f"Unset {LOOP_ENV} (or set it to 'step') to compile the step inside the loop, or use "
+            f"jit_compile='false' (docs/compilation.md)")
+
+
+def warn_loop_cost(graph, ops, device_type: str) -> bool:
+    """Warn (XlaLoopCostWarning, with the measured cost) when a CPU computation of `ops` loops over
+    convolution gradients; returns whether it warned."""
+    if device_type != "XLA_CPU_JIT":
+        return False
+    found = looped_conv_gradients(graph, ops)
+    if found:
+        warnings.warn(loop_cost_message(len(found)), XlaLoopCostWarning, stacklevel=3)
+    return bool(found)
 
 
 # --------------------------------------------------------------------------- building the step
@@ -104,8 +196,10 @@ def compile_step(options: Options, fn: Callable[..., Any], inputs: Sequence = ()
     are dropped); the result has `fn`'s structure (a single tensor stays a tensor; an op, or None,
     becomes an op that runs the computation). In the other modes `fn(*inputs)` is called as is.
     """
-    if resolve_jit(options).mode != "whole":
+    choice = resolve_jit(options)
+    if choice.mode != "whole":
         return fn(*inputs)
+    import tensorflow as tf
     from tensorflow.python.compiler.xla import xla
     from tensorflow.python.util import deprecation
 
@@ -115,8 +209,11 @@ def compile_step(options: Options, fn: Callable[..., Any], inputs: Sequence = ()
         returned["value"] = fn(*args)
         return returned["value"]
 
+    graph = tf.compat.v1.get_default_graph()
+    before = len(graph.get_operations())
     with deprecation.silence():  # xla.compile is deprecated for eager code; graph mode has no successor
         outputs = xla.compile(computation, list(inputs))
+    warn_loop_cost(graph, graph.get_operations()[before:], choice.device_type)
     value = returned.get("value")
     if _is_tensor(value) and isinstance(outputs, (list, tuple)) and len(outputs) == 1:
         return outputs[0]

@@ -108,6 +108,13 @@ def unsupported_ops(graph, device_type: str) -> list:
             problems.append((op.name, op.type, reason))
         called |= _called_functions(op.node_def)
     library = {f.signature.name: f for f in graph.as_graph_def().library.function}
+    # A computation built inside a loop body (each iteration's step in a CPU device loop) lives in
+    # the body's function: its nodes carry the compile id there.
+    for name, node in compiled_function_nodes(library):
+        reason = _kernel_problem(node, index)
+        if reason:
+            problems.append((f"{name}/{node.name}", node.op, reason))
+        called |= _called_functions(node)
     seen = set()
     while called:
         name = called.pop()
@@ -120,6 +127,20 @@ def unsupported_ops(graph, device_type: str) -> list:
                 problems.append((f"{name}/{node.name}", node.op, reason))
             called |= _called_functions(node)
     return problems
+
+
+def compiled_function_nodes(library: dict) -> list:
+    """[(function name, node)] for the nodes of `library`'s functions that belong to an xla.compile
+    computation (built inside a function, such as a tf.while_loop body)."""
+    return [(name, node) for name, function in library.items() for node in function.node_def
+            if COMPILE_ID_ATTR in node.attr]
+
+
+def _any_compiled(graph) -> bool:
+    if any(_compile_id(op) is not None for op in graph.get_operations()):
+        return True
+    library = {f.signature.name: f for f in graph.as_graph_def().library.function}
+    return bool(compiled_function_nodes(library))
 
 
 def _compile_id(op):
@@ -143,7 +164,7 @@ def whole_step_check(device_type: str) -> Callable:
     warn when no op was built through `compile_step` in train mode (nothing would be compiled)."""
 
     def check(graph, mode: str) -> None:
-        if not any(_compile_id(op) is not None for op in graph.get_operations()):
+        if not _any_compiled(graph):
             if mode == "train":
                 warnings.warn("npurun: jit_compile asks for whole-step XLA compilation, but the training step "
                               "was not built through npurun.runtime.compilation.compile_step; it runs "
@@ -186,6 +207,9 @@ def explained_compile_errors(choice, graph):
         match = _NODE_IN_MESSAGE.search(message)
         name = next((g for g in match.groups() if g), None) if match else None
         where = _created_at(graph, name) if name else None
+        inlined = _INLINED.match(name) if name and where else None
+        if inlined and _find_op(graph, name) is None:
+            name = inlined.group(1)  # the op's name in model_fn (its loop body was inlined by the executor)
         first = message.strip().splitlines()[0]
         lines = [f"XLA could not compile the training step ({choice.reason}): {first}"]
         if name:
@@ -195,9 +219,17 @@ def explained_compile_errors(choice, graph):
         raise type(error)(error.node_def, error.op, "\n".join(lines)) from error
 
 
+_INLINED = re.compile(r"^.*?/_\d+/(.+)$")
+
+
 def _created_at(graph, name: str):
     """file:line of the frame of user code (outside TensorFlow and npurun) that created op `name`."""
     op = _find_op(graph, name)
+    inlined = _INLINED.match(name)
+    if op is None and inlined:
+        # A function body the executor inlined (a lowered while loop's body: `<loop>/body/_<k>/<op>`):
+        # the op has its own name in the body's function graph.
+        op = _find_op(graph, inlined.group(1))
     if op is None:
         return None
     libraries = _library_dirs()
