@@ -423,7 +423,19 @@ MODULES: dict[str, AdapterModule] = {m.name: m for m in (
     AdapterModule("hccl.split.api", "Gradient split strategy.", HCCL_SPLIT_API),
 )}
 
-ROOTS = ("npu_bridge", "hccl")
+
+def _add_npu_device() -> None:
+    """The TF 2 adapter's package, `npu_device` (its table: npurun.adapter.npu_device.coverage)."""
+    import sys
+
+    from ..adapter.npu_device import coverage
+
+    MODULES.update({module.name: module for module in coverage.modules(sys.modules[__name__])})
+
+
+_add_npu_device()
+
+ROOTS = ("npu_bridge", "hccl", "npu_device")
 
 # ---- what TensorFlow 2.21 lacks that such scripts use (attached while active) ----------------------
 _V1_TRAIN = "tensorflow.compat.v1.train"
