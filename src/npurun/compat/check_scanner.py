@@ -11,7 +11,7 @@ import os
 from dataclasses import replace
 
 from . import aliases, check_tensorflow
-from .check_options import literal, parameter_map_finding, run_config_findings
+from .check_options import global_options_finding, literal, parameter_map_finding, run_config_findings
 from .check_report import Finding
 
 TF_ESTIMATOR_PREFIXES = ("tensorflow.estimator.", "tensorflow.compat.v1.estimator.")
@@ -462,6 +462,8 @@ class ModuleScanner(ast.NodeVisitor):
     def visit_Assign(self, node):
         for target in node.targets:
             finding = parameter_map_finding(target, node.value, node.lineno, self._script_dir())
+            if finding is None:
+                finding = global_options_finding(target, node.value, node.lineno, self.qualified, self._script_dir())
             if finding is not None:
                 self.add(finding)
         self.generic_visit(node)
