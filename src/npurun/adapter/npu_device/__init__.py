@@ -10,8 +10,9 @@ docs/compat.md) maps each adapter name to what is here. Rules:
   TensorFlow 2's runtime (`runtime.py`: precision, compile cache, XLA, fusion switches; dumps in
   `dump.py`; profiling through TensorFlow's profiler) and returns the device handle; a second
   `open()` of the same device returns the same handle, another device id is a RuntimeError, as on
-  Ascend. Several ranks (`npurun launch -n N`, RANK_SIZE > 1): this process joins the others'
-  collective group over gRPC (TensorFlow's eager collectives), so `npu_device.distribute` works.
+  Ascend. Several ranks (`npurun launch -n N`, RANK_SIZE > 1): this process joins the others
+  (npurun's collective session, `bridge.py`: server, bounded wait, barrier), so
+  `npu_device.distribute` works.
 - `handle.as_default()` makes it the global context (`global_npu_ctx()`, with `workers_num` and
   `worker_id`); ops run on TensorFlow's own devices (the CPU, or the GPU TensorFlow picks).
 """
@@ -76,21 +77,6 @@ def _rank_info():
     return info.rank_size, info.rank_id
 
 
-def _join_collectives() -> None:
-    """Join the ranks' collective group in TensorFlow 2's eager context (gRPC, one task per rank)."""
-    import tensorflow as tf
-    from tensorflow.python.eager import context
-
-    from ...distribute.cluster import read_layout
-
-    layout = read_layout()
-    server_def = tf.train.ServerDef(cluster=tf.train.ClusterSpec(dict(layout.cluster)).as_cluster_def(),
-                                    job_name=layout.task_type, task_index=layout.task_id, protocol="grpc")
-    ctx = context.context()
-    ctx.configure_collective_ops(collective_leader=layout.leader)
-    ctx.enable_collective_ops(server_def)
-
-
 def _start_profiling(profiling_config) -> None:
     global _profiling
     if profiling_config is None or not profiling_config.enable_profiling or _profiling is not None:
@@ -132,7 +118,9 @@ def open(device_id=None):  # noqa: A001 - the adapter's name
     run_config = runtime.validated(global_options())
     workers_num, worker_id = _rank_info()
     if workers_num > 1:
-        _join_collectives()
+        from . import bridge
+
+        bridge.start()
     plan = runtime.apply(run_config)
     dump.install(run_config.dump_config) if run_config.dump_config is not None else None
     _start_profiling(run_config.profiling_config)

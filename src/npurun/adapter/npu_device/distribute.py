@@ -6,8 +6,8 @@ Rules (the adapter's):
   values and `broadcast` does nothing.
 - `all_reduce(values, reduction="mean", fusion=1, fusion_id=-1, group="hccl_world_group")`: a
   value or a list (None entries stay None); "mean" is the sum divided by the number of workers
-  (integer values: integer division), else sum / max / min / prod. It runs inside a tf.function,
-  as the adapter's does, so it works from eager code as well.
+  (integer values: integer division), else sum / max / min / prod; from eager code and from a
+  tf.function alike (through `bridge`: npurun's session collectives).
 - `broadcast(variables, root_rank=0, ...)`: assigns the root rank's value to each variable.
 - `npu_distributed_keras_optimizer_wrapper(optimizer, reduce_reduction="mean", ...)`: the optimizer
   (`tf.keras.optimizers.get`), whose `apply_gradients` first all-reduces the gradients.
@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from ...distribute import collectives
 from ...distribute.ranks import WORLD_GROUP
+from . import bridge
 
 
 def _ctx():
@@ -35,18 +36,6 @@ def _in_cluster() -> bool:
     return ctx is not None and ctx.is_cluster_worker()
 
 
-def _reduce_all(values, reduction, fusion, fusion_id, group):
-    workers = _ctx().workers_num
-    merge = "sum" if reduction == "mean" else reduction
-    reduced = []
-    for value in values:
-        total = collectives.allreduce(value, merge, fusion, fusion_id, group)
-        if reduction == "mean":
-            total = total / tf.cast(workers, total.dtype) if total.dtype.is_floating else total // workers
-        reduced.append(total)
-    return reduced
-
-
 def all_reduce(values, reduction="mean", fusion=1, fusion_id=-1, group=WORLD_GROUP):
     if reduction not in ("mean", *collectives.REDUCTIONS):
         raise ValueError(f"npu_device.distribute.all_reduce: reduction={reduction!r}; allowed: mean, "
@@ -55,12 +44,12 @@ def all_reduce(values, reduction="mean", fusion=1, fusion_id=-1, group=WORLD_GRO
         return values
     is_list = isinstance(values, (list, tuple))
     items = list(values) if is_list else [values]
-    present = [v for v in items if v is not None]
-    if tf.executing_eagerly():
-        reduced = tf.function(lambda vs: _reduce_all(vs, reduction, fusion, fusion_id, group))(present)
-    else:
-        reduced = _reduce_all(present, reduction, fusion, fusion_id, group)
-    reduced = list(reduced)
+    present = [tf.convert_to_tensor(v) for v in items if v is not None]
+    merge = "sum" if reduction == "mean" else reduction
+    reduced = bridge.run("allreduce", present, reduction=merge, fusion=fusion, fusion_id=fusion_id, group=group)
+    if reduction == "mean":
+        workers = _ctx().workers_num
+        reduced = [r / tf.cast(workers, r.dtype) if r.dtype.is_floating else r // workers for r in reduced]
     results = [None if v is None else reduced.pop(0) for v in items]
     return results if is_list else results[0]
 
@@ -69,15 +58,10 @@ def broadcast(values, root_rank=0, fusion=2, fusion_id=0, group=WORLD_GROUP):
     if not _in_cluster():
         return None
     variables = list(values) if isinstance(values, (list, tuple)) else [values]
-
-    def assign_all():
-        for variable in variables:
-            variable.assign(collectives.broadcast(variable, root_rank, fusion, fusion_id, group))
-
-    if tf.executing_eagerly():
-        tf.function(assign_all)()
-    else:
-        assign_all()
+    received = bridge.run("broadcast", [v.read_value() for v in variables], root_rank=root_rank, fusion=fusion,
+                          fusion_id=fusion_id, group=group)
+    for variable, value in zip(variables, received):
+        variable.assign(value)
     return None
 
 
