@@ -67,8 +67,10 @@ def validated(config) -> NPURunConfig:
         try:
             run_config = NPURunConfig(**run_config_arguments(config))
         except (ValueError, TypeError) as error:
-            text = str(error).replace("NPURunConfig", configs.OWNER, 1)
-            raise type(error)(text) from None
+            renamed = type(error).__new__(type(error))  # the same class, its message naming npu_device
+            BaseException.__init__(renamed, str(error).replace("NPURunConfig", configs.OWNER, 1))
+            renamed.__dict__.update(error.__dict__)
+            raise renamed from None
     for warning in caught:
         text = str(warning.message)
         text = text[len("NPURunConfig: "):] if text.startswith("NPURunConfig: ") else text
