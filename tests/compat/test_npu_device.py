@@ -6,9 +6,9 @@ import textwrap
 import pytest
 
 from npurun.adapter.npu_device import configs
-from npurun.compat import aliases
-from npurun.compat.check import check_file
-from npurun.compat.run import script_tf_api
+from npurun.adapter import tables as aliases
+from npurun.tools.check import check_file
+from npurun.tools.run import script_tf_api
 from npurun.config import DumpConfig, NPURunConfig, ProfilingConfig
 from npurun.distribute.launch import uses_adapter
 

@@ -105,7 +105,7 @@ def apply(run_config: NPURunConfig):
     from tensorflow.python.eager import context
 
     from ...precision.modes import TensorFloat32Hook
-    from ...runtime.plan import build_plan
+    from ...runtime.contributors import build_plan
 
     options = run_config.options
     plan = build_plan(options, "train", contributors=_contributors())
