@@ -1,5 +1,5 @@
-"""The coverage table of the Ascend adapters: every public name of `npu_bridge` and `hccl` that scripts
-use, and what it is here (`Mapped`, `NoEffect` or `Unsupported`: see `npurun.names.coverage`).
+"""The coverage table of the Ascend adapters: every public name of `npu_bridge`, `hccl` and `npu_device` (the
+TF 2 package, whose table is `npu_device/coverage.py`) that scripts use, and what it is here (`Mapped`, `NoEffect` or `Unsupported`: see `npurun.names.coverage`).
 
 `npurun.adapter.finder` builds the `npu_bridge...` / `hccl...` modules from `MODULES` while the
 compatibility layer is active; docs/compat.md is rendered from it (`npurun.tools.compat_docs`).
@@ -317,6 +317,18 @@ MODULES: dict[str, AdapterModule] = {m.name: m for m in (
     _package("hccl.split", "Gradient split strategy.", "api"),
     AdapterModule("hccl.split.api", "Gradient split strategy.", HCCL_SPLIT_API),
 )}
+
+
+def _add_npu_device() -> None:
+    """The TF 2 adapter's package, `npu_device` (its table: npurun.adapter.npu_device.coverage)."""
+    import sys
+
+    from .npu_device import coverage
+
+    MODULES.update({module.name: module for module in coverage.modules(sys.modules[__name__])})
+
+
+_add_npu_device()
 
 ROOTS = ADAPTER_ROOTS
 

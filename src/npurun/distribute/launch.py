@@ -417,7 +417,7 @@ def cmd_launch(args) -> int:
 
 
 def uses_adapter(script: str) -> bool:
-    """Whether `script` imports Ascend's adapter (`npu_bridge` / `hccl`), read as text (nothing is run)."""
+    """Whether `script` imports Ascend's adapter (`npu_bridge` / `hccl` / `npu_device`), read as text (nothing is run)."""
     import re
 
     try:
@@ -425,7 +425,7 @@ def uses_adapter(script: str) -> bool:
             source = f.read()
     except OSError:
         return False
-    return re.search(r"^\s*(from|import)\s+(npu_bridge|hccl)\b", source, re.MULTILINE) is not None
+    return re.search(r"^\s*(from|import)\s+(npu_bridge|hccl|npu_device)\b", source, re.MULTILINE) is not None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -129,7 +129,7 @@ def _dotted(target: str) -> str:
 
 # The adapters' module trees: they exist only while the compatibility layer is active (built by
 # `npurun.adapter.finder` from `npurun.adapter.tables`), so an entry naming one is a module to import.
-ADAPTER_ROOTS = ("npu_bridge", "hccl")
+ADAPTER_ROOTS = ("npu_bridge", "hccl", "npu_device")
 
 
 def is_adapter_module(entry: Entry) -> bool:

@@ -6,7 +6,9 @@ for the whole run, so `npu_bridge` / `hccl` imports, `tf.estimator` and `tf.comp
 npurun. Its exit status is the script's.
 
 Which TensorFlow the script's `import tensorflow` gives is decided per script (`script_tf_api`):
-Ascend adapter scripts are TensorFlow 1.15 code, so a script that imports the adapter (`npu_bridge`,
+A script that imports `npu_device` (the adapter's TensorFlow 2 package; itself or a local module it imports)
+is TensorFlow 2 code: it keeps TensorFlow 2's API, eager by default (`npu_device.compat.enable_v1()` turns
+TensorFlow 1 behaviour on, as on Ascend). Other Ascend adapter scripts are TensorFlow 1.15 code, so a script that imports the adapter (`npu_bridge`,
 `hccl`) or uses a name only TensorFlow 1 has (`tf.Session`, `tf.flags`, `tf.contrib`, ...; found
 statically by `npurun check`, over the script and its local modules) gets TensorFlow 1's API in graph
 mode (`npurun.tf1.world`). Any other script, such as a classic `tf.estimator` script written for
@@ -48,12 +50,39 @@ def script_tf_api(path: str) -> int:
     from .check.tensorflow import TF1_WORLD
 
     try:
+        if _imports_npu_device(path, set()):
+            return 2
         if _adapter_or_contrib(path, set()):
             return 1
         findings = check_file(path)
     except (SyntaxError, UnicodeDecodeError):
         return 2  # the script's own error shows when it runs
     return 1 if any(f.section == "adapter" or f.status == TF1_WORLD for f in findings) else 2
+
+
+def _imported_modules(path: str) -> list:
+    import ast
+
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), path)
+    modules = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    return modules + [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
+
+
+def _imports_npu_device(path: str, seen: set) -> bool:
+    """Whether the script or a local module it imports (next to it) imports `npu_device`, the adapter's
+    TensorFlow 2 package: such scripts are TensorFlow 2 code (`npu_device.compat.enable_v1()` switches to
+    TensorFlow 1 behaviour where they ask for it)."""
+    seen.add(path)
+    modules = _imported_modules(path)
+    if any(module.partition(".")[0] == "npu_device" for module in modules):
+        return True
+    here = os.path.dirname(path)
+    for module in modules:
+        local = os.path.join(here, *module.split(".")) + ".py"
+        if local not in seen and os.path.isfile(local) and _imports_npu_device(local, seen):
+            return True
+    return False
 
 
 def _adapter_or_contrib(path: str, seen: set) -> bool:

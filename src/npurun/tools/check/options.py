@@ -144,3 +144,46 @@ def parameter_map_finding(target, value_node, line, script_dir=None):
                                             f"to the script: valid when it runs from its own directory, as its "
                                             f"launch script runs it")
     return Finding(line, "parameter_map", f"{label} .{field} = {raw!r}", option.status, detail, error)
+
+
+GLOBAL_OPTIONS_TARGETS = {"npu_device.global_options", "npu_device.npu_device.global_options"}
+
+
+@functools.lru_cache(maxsize=None)
+def _npu_device_options() -> dict:
+    """Dotted global_options() attribute -> Option, and the groups (dotted name -> None)."""
+    from ...adapter.npu_device import configs
+
+    table = {}
+    for name, option, _value, _set in configs.new_config().items():
+        table[name] = option
+        parts = name.split(".")
+        for i in range(1, len(parts)):
+            table.setdefault(".".join(parts[:i]), None)
+    return table
+
+
+def global_options_finding(target, value_node, line, qualified, script_dir=None):
+    """The finding of `npu_device.global_options().<a>.<b> = value` (qualified: the scanner's name
+    resolver), checked as the attribute assignment checks it at run time; None for other targets."""
+    from ...adapter.npu_device import configs
+
+    attrs, node = [], target
+    while isinstance(node, ast.Attribute):
+        attrs.append(node.attr)
+        node = node.value
+    if not attrs or not isinstance(node, ast.Call) or qualified(node.func) not in GLOBAL_OPTIONS_TARGETS:
+        return None
+    name = ".".join(reversed(attrs))
+    table = _npu_device_options()
+    if name not in table:
+        return Finding(line, "option", f"global_options().{name}", "error",
+                       "not an option of npu_device.global_options() (ValueError when set)", True)
+    option = table[name]
+    if option is None:
+        return Finding(line, "option", f"global_options().{name}", "error",
+                       "a group of options: set its attributes (ValueError when set)", True)
+    finding = _option(value_node, f"global_options().{name}", option, script_dir)
+    status, why = configs.kind_here(name, option)
+    detail = finding.detail if finding.error else finding.detail.replace(option.mechanism, why)
+    return Finding(finding.line, finding.section, finding.name, status, detail, finding.error)

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from ...adapter import tables as aliases
 from . import tensorflow as check_tensorflow
-from .options import literal, parameter_map_finding, run_config_findings
+from .options import global_options_finding, literal, parameter_map_finding, run_config_findings
 from .report import Finding
 
 TF_ESTIMATOR_PREFIXES = ("tensorflow.estimator.", "tensorflow.compat.v1.estimator.")
@@ -463,6 +463,8 @@ class ModuleScanner(ast.NodeVisitor):
     def visit_Assign(self, node):
         for target in node.targets:
             finding = parameter_map_finding(target, node.value, node.lineno, self._script_dir())
+            if finding is None:
+                finding = global_options_finding(target, node.value, node.lineno, self.qualified, self._script_dir())
             if finding is not None:
                 self.add(finding)
         self.generic_visit(node)
