@@ -242,6 +242,7 @@ class _PassThrough:
 
     def __init__(self, run, feed_dict, run_metadata):
         self._run, self._feed, self._metadata = run, feed_dict, run_metadata
+        self.graph = run.__self__.graph  # the session's graph: hooks' fetches by name are read in it
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         merged = dict(self._feed or {})

@@ -300,6 +300,7 @@ class TF1World:
                 setattr(obj, attribute, value)
                 self._patched.append((obj, attribute))
         if self.scripts_get_tf1:
+            self._variables_by_name()
             self._numpy_aliases()
             self._absl_str_enums()
             import time
@@ -309,6 +310,38 @@ class TF1World:
             if not hasattr(time, "clock"):
                 time.clock = time.process_time
                 self._patched.append((time, "clock"))
+
+    def _variables_by_name(self):
+        """'global_step:0' by name is the variable's value, as TensorFlow 1.15's ref variables were (21
+        ModelZoo folders fetch 'global_step:0' or 'loss_scale:0' with sess.run or get_tensor_by_name and
+        compute with it): a string fetch in Session.run, and a script's `graph.get_tensor_by_name`, of a
+        resource variable's handle give its value (`inner_fetches.variable_value`). TensorFlow's own
+        callers of get_tensor_by_name keep the handle."""
+        from tensorflow.python.client import session
+        from tensorflow.python.framework import ops
+
+        from ..estimator.inner_fetches import variable_value
+
+        mapper = session._ElementFetchMapper
+        mapper_init = mapper.__init__
+        get_tensor_by_name = ops.Graph.get_tensor_by_name
+        if getattr(mapper_init, "__npurun_values__", False):
+            return
+
+        def init(self, fetches, contraction_fn):
+            mapper_init(self, fetches, contraction_fn)
+            self._unique_fetches = [variable_value(element) if isinstance(fetch, str) else element
+                                    for fetch, element in zip(fetches, self._unique_fetches)]
+
+        def by_name(graph, name):
+            tensor = get_tensor_by_name(graph, name)
+            return variable_value(tensor) if is_script(sys._getframe(1).f_globals) else tensor
+
+        init.__npurun_values__ = True
+        by_name.__doc__ = get_tensor_by_name.__doc__
+        mapper.__init__ = init
+        ops.Graph.get_tensor_by_name = by_name
+        self._restore += [(mapper, "__init__", mapper_init), (ops.Graph, "get_tensor_by_name", get_tensor_by_name)]
 
     def _absl_str_enums(self):
         """`flags.DEFINE_enum(..., enum_values=("keras', 'graph_rewrite"), ...)`: official-models scripts (9
