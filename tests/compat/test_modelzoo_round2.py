@@ -113,3 +113,92 @@ def test_a_sess_run_script_fetching_loss_scale_overflow_and_global_step_by_name_
     assert done.returncode == 0, done.stderr[-3000:]
     # 4 finite steps with incr_every_n_steps=2: 1024 -> 4096; global_step:0 is the step, + 1 works
     assert "by_name 4096.0 True 4 5 4096.0" in done.stdout, done.stdout[-2000:]
+
+
+PRIVATE_PATHS_SCRIPT = '''\
+from npu_bridge.npu_init import *
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.util import nest
+from tensorflow.python.ops import control_flow_ops, rnn_cell_impl, variable_scope, gen_nn_ops
+from tensorflow.python import pywrap_tensorflow
+from tensorflow.python.framework import ops
+from tensorflow.python.eager import profiler  # official-models keras_utils, at module level
+from tensorflow.python.distribute import distribution_strategy_context
+from tensorflow.python.tpu import tpu_config
+
+print("nest", nest.is_sequence([1, 2]), nest.is_sequence(3))
+x = tf.placeholder(tf.float32, [])
+y = control_flow_ops.cond(x > 0, lambda: x * 2, lambda: x - 1)
+_, total = control_flow_ops.while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t + x), (0, 0.0))
+check = control_flow_ops.Assert(x > -100, [x])
+v = variable_scope.variable(1.5, name="v")
+saver = tf.train.Saver([v])
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print("flow", *[float(value) for value in sess.run([y, total], {x: 2.0})], sess.run(y, {x: -2.0}))
+    path = saver.save(sess, "./ckpt/model")
+reader = pywrap_tensorflow.NewCheckpointReader(path)
+print("reader", reader.get_tensor("v"))
+print("rnncell", rnn_cell_impl._like_rnncell(tf.nn.rnn_cell.BasicLSTMCell(4)), rnn_cell_impl._like_rnncell(3))
+print("moved", callable(gen_nn_ops._max_pool_grad), callable(ops.register_tensor_conversion_function),
+      callable(profiler.start), distribution_strategy_context.has_strategy(), tpu_config.RunConfig.__name__)
+try:
+    from tensorflow.python.training.tracking import tracking  # gone in TensorFlow 2.21
+except ModuleNotFoundError as error:
+    print("gone", error.name, "TensorFlow 1.15" in str(error))
+'''
+
+
+def test_tf115_private_paths_modelzoo_imports_are_there_or_a_clear_error(tmp_path):
+    from .conftest import run_compat
+
+    (tmp_path / "train.py").write_text(PRIVATE_PATHS_SCRIPT)
+    done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "nest True False" in out
+    assert "flow 4.0 6.0 -3.0" in out
+    assert "reader 1.5" in out
+    assert "rnncell True False" in out
+    assert "moved True True True False RunConfig" in out
+    assert "gone tensorflow.python.training.tracking True" in out
+
+
+MOMENTS_SCRIPT = '''\
+from npu_bridge.npu_init import *
+import numpy as np
+import tensorflow as tf
+
+
+class BatchNormalization(tf.layers.BatchNormalization):
+    """Cross-replica batch norm as official-models / EfficientNet write it (TF 1.15's _moments signature)."""
+
+    def __init__(self, fused=False, **kwargs):
+        self.calls = 0
+        super(BatchNormalization, self).__init__(fused=fused, **kwargs)
+
+    def _moments(self, inputs, reduction_axes, keep_dims):
+        self.calls += 1
+        shard_mean, shard_variance = super(BatchNormalization, self)._moments(
+            inputs, reduction_axes, keep_dims=keep_dims)
+        return shard_mean, shard_variance
+
+
+x = tf.placeholder(tf.float32, [None, 3])
+layer = BatchNormalization(momentum=0.5)
+y = layer(x, training=True)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    out = sess.run(y, {x: np.arange(12, dtype=np.float32).reshape(4, 3)})
+print("moments", layer.calls, np.allclose(out.mean(axis=0), 0, atol=1e-5), np.allclose(out.std(axis=0), 1, atol=1e-2))
+'''
+
+
+def test_a_batch_norm_subclass_overriding_tf115_moments_is_called_without_mask(tmp_path):
+    from .conftest import run_compat
+
+    (tmp_path / "train.py").write_text(MOMENTS_SCRIPT)
+    done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "moments 1 True True" in done.stdout

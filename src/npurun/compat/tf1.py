@@ -42,6 +42,11 @@ _EXTRA_MODULES = {
     "tensorflow.examples": None, "tensorflow.examples.tutorials": None, "tensorflow.examples.tutorials.mnist": None,
     "tensorflow.examples.tutorials.mnist.input_data": "npurun.compat.mnist_input_data",
     "tensorflow.python.data.experimental.ops.threadpool": "npurun.compat.data_threadpool",
+    # TF 1.15 private modules that moved (issue 23: counted over ModelZoo-TensorFlow's model folders)
+    "tensorflow.python.eager.profiler": "npurun.compat.eager_profiler",  # official-models' keras_utils
+    "tensorflow.python.distribute.distribution_strategy_context": "tensorflow.python.distribute.distribute_lib",
+    "tensorflow.python.training.distribution_strategy_context": "tensorflow.python.distribute.distribute_lib",
+    "tensorflow.python.tpu.tpu_config": "npurun.compat.contrib_tpu",  # RunConfig, TPUConfig, InputPipelineConfig
     # TF 1's estimator at its implementation path (`from tensorflow.python.estimator import estimator`):
     # each module is the script's tf.estimator, which holds the names scripts take from them.
     "tensorflow.python.estimator": lambda: _estimator_package(),
@@ -120,9 +125,22 @@ class _AliasLoader(importlib.abc.Loader):
 
 
 class TF1Finder(importlib.abc.MetaPathFinder):
-    """`tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist...` while the TF1 world is on."""
+    """`tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist...` while the TF1 world is on; a
+    `tensorflow.python...` module TensorFlow no longer has is a ModuleNotFoundError saying so."""
 
     def find_spec(self, fullname, path=None, target=None):
+        spec = self._find_spec(fullname, path)
+        if (spec is None and fullname.startswith("tensorflow.python.") and path is not None
+                and not fullname.startswith(_TF_PYTHON_KERAS + ".")
+                and importlib.machinery.PathFinder.find_spec(fullname, path) is None):
+            version = getattr(sys.modules.get("tensorflow"), "__version__", "2")  # maybe mid-import
+            raise ModuleNotFoundError(
+                f"No module named {fullname!r}: a private module of TensorFlow 1.15 that TensorFlow {version} "
+                f"no longer has (moved or removed), and npurun does not provide it. Import the public name "
+                f"(tf.compat.v1....) instead", name=fullname)
+        return spec
+
+    def _find_spec(self, fullname, path):
         if fullname == "tensorflow.contrib" or fullname.startswith("tensorflow.contrib."):
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader(contrib.module_for), is_package=True)
         if fullname in _EXTRA_MODULES:
@@ -199,6 +217,36 @@ def _extra_module(fullname):
     module = types.ModuleType(fullname)
     module.__path__ = []
     return module
+
+
+def _like_rnncell(cell):
+    """TF 1.15's `rnn_cell_impl._like_rnncell`: whether `cell` has what an RNN cell has."""
+    return (hasattr(cell, "output_size") and hasattr(cell, "state_size") and hasattr(cell, "zero_state")
+            and callable(cell))
+
+
+def _moved_names(tf) -> tuple:
+    """(module, TF 1.15 name, its value here) of TF 1.15 private names ModelZoo scripts use that moved in
+    TensorFlow 2 (folders of ModelZoo-TensorFlow's TensorFlow/ using each: control_flow_ops.cond 19,
+    nest.is_sequence 10, pywrap_tensorflow.NewCheckpointReader 10, control_flow_ops.while_loop 10,
+    control_flow_ops.Assert 7, rnn_cell_impl._like_rnncell 6, variable_scope.variable 3,
+    gen_nn_ops._max_pool_grad 3, ops.register_tensor_conversion_function 3)."""
+    from tensorflow.python import pywrap_tensorflow
+    from tensorflow.python.framework import ops, tensor_conversion_registry
+    from tensorflow.python.ops import (cond, control_flow_assert, control_flow_ops, gen_nn_ops, rnn_cell_impl,
+                                       variable_scope, while_loop)
+    from tensorflow.python.util import nest
+
+    return (
+        (nest, "is_sequence", nest.is_nested), (nest, "is_sequence_or_composite", nest.is_nested_or_composite),
+        (control_flow_ops, "cond", cond.cond), (control_flow_ops, "while_loop", while_loop.while_loop),
+        (control_flow_ops, "Assert", control_flow_assert.Assert),
+        (pywrap_tensorflow, "NewCheckpointReader", tf.compat.v1.train.NewCheckpointReader),
+        (rnn_cell_impl, "_like_rnncell", _like_rnncell),
+        (variable_scope, "variable", tf.compat.v1.Variable),
+        (gen_nn_ops, "_max_pool_grad", gen_nn_ops.max_pool_grad),
+        (ops, "register_tensor_conversion_function", tensor_conversion_registry.register_tensor_conversion_function),
+    )
 
 
 class TF1World:
@@ -290,7 +338,7 @@ class TF1World:
 
         # tf-slim 1.1 (and TF 1 code reaching into tensorflow.python) still name ops.Tensor / ops.IndexedSlices,
         # which TensorFlow 2.21 moved to their own modules: the same classes, at their old names.
-        for obj, attribute, value in (
+        for obj, attribute, value in _moved_names(tf) + (
                 (graph_util, "convert_variables_to_constants", tf.compat.v1.graph_util.convert_variables_to_constants),
                 (ops, "Tensor", tensor.Tensor), (ops, "IndexedSlices", indexed_slices.IndexedSlices),
                 # TF 1 code calling array_ops.stack / unstack (TabNet's sparsemax; 17 ModelZoo folders): TF 2.13
