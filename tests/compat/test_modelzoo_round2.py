@@ -202,3 +202,35 @@ def test_a_batch_norm_subclass_overriding_tf115_moments_is_called_without_mask(t
     done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "moments 1 True True" in done.stdout
+
+
+DETERMINISM_SCRIPT = '''\
+from npu_bridge.npu_init import *
+import os
+import random
+import numpy as np
+import tensorflow as tf
+from tfdeterminism import patch
+
+seed = 1627543871  # kernelNet_ID0305's kernelNet_ml1m.py
+patch()
+os.environ['PYTHONHASHSEED'] = str(seed)
+random.seed(seed)
+np.random.seed(seed)
+tf.set_random_seed(seed)
+from tensorflow.python.framework import config
+
+w = tf.get_variable("w", [4], initializer=tf.random_normal_initializer())
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print("determinism", config.is_op_determinism_enabled(), sess.run(w).shape)
+'''
+
+
+def test_tfdeterminism_patch_is_tensorflows_op_determinism(tmp_path):
+    from .conftest import run_compat
+
+    (tmp_path / "train.py").write_text(DETERMINISM_SCRIPT)
+    done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "determinism True (4,)" in done.stdout

@@ -11,7 +11,10 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   script's own local modules (model.py next to train.py) are scripts too.
 - `tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist.input_data` are importable, and
   `tensorflow.python.framework.graph_util.convert_variables_to_constants`, `ops.Tensor`, `ops.IndexedSlices`,
-  `tensorflow.python.ops.array_ops.stack` / `unstack` exist again at their TF 1 paths;
+  `tensorflow.python.ops.array_ops.stack` / `unstack` and the other TF 1.15 private names ModelZoo
+  scripts use that moved (`nest.is_sequence`, `control_flow_ops.cond`, ...: `_moved_names`) exist again
+  at their TF 1 paths; a `tensorflow.python...` module that is gone is a ModuleNotFoundError saying so;
+  `tfdeterminism.patch()` is TensorFlow's own op determinism (npurun.compat.tfdeterminism);
 - `from tensorflow.python.keras[.x] import y` gives tf-keras's module (`tf_keras.src[.x]`), the Keras
   the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session); so does a script's
   standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
@@ -47,6 +50,8 @@ _EXTRA_MODULES = {
     "tensorflow.python.distribute.distribution_strategy_context": "tensorflow.python.distribute.distribute_lib",
     "tensorflow.python.training.distribution_strategy_context": "tensorflow.python.distribute.distribute_lib",
     "tensorflow.python.tpu.tpu_config": "npurun.compat.contrib_tpu",  # RunConfig, TPUConfig, InputPipelineConfig
+    # tensorflow-determinism (refuses TensorFlow 2.21): its patch() is TensorFlow's own op determinism
+    "tfdeterminism": "npurun.compat.tfdeterminism",
     # TF 1's estimator at its implementation path (`from tensorflow.python.estimator import estimator`):
     # each module is the script's tf.estimator, which holds the names scripts take from them.
     "tensorflow.python.estimator": lambda: _estimator_package(),
