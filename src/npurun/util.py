@@ -226,12 +226,23 @@ class NPUSession(_v1.Session):
             super().close()
             self._environment.close()
 
+    def __del__(self):
+        # A start that failed (a bad option, a refused device id) raised before TensorFlow's session
+        # existed: there is nothing to close but the environment, if it was entered.
+        if "_session" not in self.__dict__:
+            environment = self.__dict__.get("_environment")
+            if environment is not None:
+                environment.close()
+            return
+        super().__del__()
+
 
 class _PassThrough:
     """Lets HookRunner call the base Session.run with the caller's feeds and run_metadata."""
 
     def __init__(self, run, feed_dict, run_metadata):
         self._run, self._feed, self._metadata = run, feed_dict, run_metadata
+        self.graph = run.__self__.graph  # the session's graph: hooks' fetches by name are read in it
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         merged = dict(self._feed or {})

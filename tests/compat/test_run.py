@@ -159,13 +159,16 @@ def test_a_run_with_no_rank_environment_is_rank_0_of_1_as_ascend_1p_scripts_expo
 
 def test_device_ids_ascend_1p_scripts_read_bare_are_0_in_a_one_rank_run(tmp_path, monkeypatch):
     for name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "TF_CONFIG", "ASCEND_DEVICE_ID", "DEVICE_ID",
-                 "DEVICE_INDEX"):
+                 "DEVICE_INDEX", "RANK_INDEX"):
         monkeypatch.delenv(name, raising=False)
     script = tmp_path / "devices.py"
-    # DeepFM/WideDeep: rank_id = int(os.getenv('ASCEND_DEVICE_ID')); others DEVICE_ID / DEVICE_INDEX
+    # DeepFM/WideDeep: rank_id = int(os.getenv('ASCEND_DEVICE_ID')); others DEVICE_ID / DEVICE_INDEX; the server's
+    # RANK_INDEX (`int(os.environ['RANK_INDEX'])`)
     script.write_text("import os, sys\nsys.exit(100 * int(os.getenv('ASCEND_DEVICE_ID')) + "
-                      "10 * int(os.getenv('DEVICE_ID')) + int(os.environ['DEVICE_INDEX']) + 1)\n")
+                      "10 * int(os.getenv('DEVICE_ID')) + int(os.environ['DEVICE_INDEX']) + "
+                      "int(os.environ['RANK_INDEX']) + 1)\n")
     assert run_script(str(script)) == 1
+    assert "RANK_INDEX" not in os.environ
     assert "DEVICE_ID" not in os.environ and "ASCEND_DEVICE_ID" not in os.environ, "an in-process run leaves no trace"
     monkeypatch.setenv("DEVICE_INDEX", "3")  # an explicit setting is kept
     assert run_script(str(script)) == 3 + 1

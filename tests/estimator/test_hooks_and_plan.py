@@ -1,4 +1,5 @@
 """The SessionRunHook protocol, and the session plan (hooks, transforms, device, ConfigProto) honoured."""
+import logging
 import time
 
 import pytest
@@ -145,14 +146,46 @@ def test_session_device_id(make_config, model_dir, monkeypatch):
     est = NPUEstimator(model_fn, model_dir=model_dir, config=make_config(session_device_id=0))
     est.train(input_fn_for(X, Y), steps=2)
     assert est.last_plan.device == "/device:CPU:0"
-    bad = NPUEstimator(model_fn, model_dir=model_dir, config=make_config(session_device_id=1))
-    with pytest.raises(ValueError, match=r"session_device_id.*got 1"):
+    bad = NPUEstimator(model_fn, model_dir=model_dir, config=make_config(session_device_id=8))
+    with pytest.raises(ValueError, match=r"session_device_id.*got 8.*allowed: 0\.\.7"):
         bad.train(input_fn_for(X, Y), steps=1)
-    monkeypatch.setenv("ASCEND_DEVICE_ID", "1")
+    monkeypatch.setenv("ASCEND_DEVICE_ID", "9")
     with pytest.raises(ValueError, match="ASCEND_DEVICE_ID"):
         NPUEstimator(model_fn, model_dir=model_dir, config=make_config()).train(input_fn_for(X, Y), steps=1)
     est.train(input_fn_for(X, Y), steps=1)  # session_device_id=0 wins over the environment
     assert est.get_variable_value("global_step") == 3
+
+
+def test_a_device_id_a_script_sets_itself_runs_on_the_one_device_with_one_warning(make_config, model_dir,
+                                                                                  monkeypatch, caplog):
+    if tf.config.list_physical_devices("GPU"):
+        pytest.skip("checks the CPU-only rules")
+    from npurun.runtime import session_options
+
+    monkeypatch.setattr(session_options, "_mapped_warned", set())
+    monkeypatch.setenv("ASCEND_DEVICE_ID", "4")  # as a script written for card 4 of a server sets it
+    with caplog.at_level(logging.WARNING, logger="npurun"):
+        est = NPUEstimator(model_fn, model_dir=model_dir, config=make_config())
+        est.train(input_fn_for(X, Y), steps=1)
+        est.train(input_fn_for(X, Y), steps=1)
+    assert est.last_plan.device == "/device:CPU:0"
+    warned = [r.getMessage() for r in caplog.records if "device id 4" in r.getMessage()]
+    assert len(warned) == 1 and "the CPU" in warned[0], warned
+
+
+def test_a_session_whose_start_failed_is_collected_without_an_error(monkeypatch):
+    import gc
+    import sys
+
+    from npurun import NPURunConfig
+    from npurun.util import NPUSession
+
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: seen.append(info))
+    with pytest.raises(ValueError, match="session_device_id"):
+        NPUSession(NPURunConfig(session_device_id=8))
+    gc.collect()
+    assert not seen, [str(info.exc_value) for info in seen]
 
 
 def test_op_wait_timeout_ends_a_blocked_op(make_config, model_dir):

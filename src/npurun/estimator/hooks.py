@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 import tensorflow as tf
 
+from .inner_fetches import values_by_name
+
 if TYPE_CHECKING:
     from .inner_fetches import InnerFetches
 
@@ -32,7 +34,8 @@ class HookRunner:
     one that found nothing to watch in the graph) still gets `after_create_session` and `end`,
     but is left out of the runs, so it does not slow every step down. The runner is false when
     no hook takes part in runs. `inner` (an inner_fetches.InnerFetches) translates fetches of
-    tensors built inside a device loop or compiled step.
+    tensors built inside a device loop or compiled step; without it, a hook's fetch by name of a
+    resource variable ('global_step:0') gets the variable's value, as with TensorFlow 1.15's variables.
     """
 
     def __init__(self, hooks: Iterable, inner: Optional["InnerFetches"] = None):
@@ -70,8 +73,13 @@ class HookRunner:
             if args is None:
                 requests.append(None)
                 continue
-            requests.append(args.fetches if self.inner is None or args.fetches is None
-                            else self.inner.translate(hook, args.fetches))
+            if args.fetches is None:
+                requests.append(None)
+            elif self.inner is not None:
+                requests.append(self.inner.translate(hook, args.fetches))
+            else:  # 'global_step:0' by name: the step (TensorFlow 1.15's ref variable), not the handle
+                graph = getattr(sess, "graph", None)
+                requests.append(args.fetches if graph is None else values_by_name(graph, args.fetches))
             for tensor, value in (args.feed_dict or {}).items():
                 if tensor in feed_dict:
                     raise RuntimeError(f"Two hooks feed the same tensor {tensor!r}")

@@ -13,6 +13,8 @@ from typing import Optional
 
 import tensorflow as tf
 
+from ..precision.optimizer import OVERFLOW_STATUS_NAME as _OVERFLOW_STATUS
+
 _COMPILE_ID_ATTR = "_xla_compile_id"
 _LOOP_SCOPE = re.compile(r"^(.*/)?npurun_device_loop(_\d+)?/")
 _MAX_NAMED = 32  # top-level named scalars carried out of a loop
@@ -38,6 +40,41 @@ def is_inner(tensor_or_op, outer_graph) -> bool:
         return False
 
 
+def variable_value(element):
+    """The value of the resource variable whose handle `element` is, else `element`.
+
+    TensorFlow 1.15's variables were ref variables: the tensor 'global_step:0' (or 'loss_scale:0')
+    fetched by name was the variable's value. A resource variable's 'name:0' is its handle; its value is
+    the read graph mode makes when the variable is built ('name/Read/ReadVariableOp:0'), which exists
+    also in a finalized graph.
+    """
+    if isinstance(element, tf.Tensor) and element.dtype == tf.resource and element.op.type == "VarHandleOp":
+        read = element.op.name + "/Read/ReadVariableOp"
+        for consumer in element.consumers():
+            if consumer.type == "ReadVariableOp" and consumer.name == read:
+                return consumer.outputs[0]
+    return element
+
+
+def values_by_name(graph, fetches):
+    """`fetches` with each name of a resource variable ('global_step:0') replaced by its value."""
+    leaves = tf.nest.flatten(fetches)
+    if not any(isinstance(leaf, str) for leaf in leaves):
+        return fetches
+
+    def one(fetch):
+        if not isinstance(fetch, str):
+            return fetch
+        try:
+            element = graph.as_graph_element(fetch)
+        except (KeyError, ValueError, TypeError):
+            return fetch  # Session.run reports it
+        value = variable_value(element)
+        return fetch if value is element else value
+
+    return tf.nest.map_structure(one, fetches)
+
+
 def named_in_body(hooks) -> list:
     """The tensors of the current graph (a loop body) that LoggingTensorHooks among `hooks` name by string
     (official-models scripts log 'learning_rate', 'cross_entropy', 'train_accuracy' so)."""
@@ -59,7 +96,8 @@ def named_scalars_in_body(graph_before: set) -> list:
     """Scalars model_fn named at its top level with tf.identity (`tf.identity(loss, name='loss')`,
     'learning_rate', 'cross_entropy'): scripts name tensors so to fetch them by name from their hooks
     ('loss:0' in a before_run), which on Ascend fetches the last step's value. `graph_before`: the
-    names of the ops that existed before model_fn ran."""
+    names of the ops that existed before model_fn ran. The adapter's loss-scale flag
+    ('apply_grads/overflow_status_reduce_all', a bool) is kept in whatever name scope it is."""
     graph = tf.compat.v1.get_default_graph()
     scope = graph.get_name_scope()
     prefix = f"{scope}/" if scope else ""
@@ -67,7 +105,12 @@ def named_scalars_in_body(graph_before: set) -> list:
     for op in graph.get_operations():
         if op.type != "Identity" or op.name in graph_before or not op.name.startswith(prefix):
             continue
-        if "/" in op.name[len(prefix):] or not op.outputs or op.outputs[0].shape.rank != 0:
+        if not op.outputs or op.outputs[0].shape.rank != 0:
+            continue
+        if op.name.rpartition("/")[2] == _OVERFLOW_STATUS and op.outputs[0].dtype == tf.bool:
+            found.append(op.outputs[0])
+            continue
+        if "/" in op.name[len(prefix):]:
             continue
         if op.outputs[0].dtype.is_floating or op.outputs[0].dtype.is_integer:
             found.append(op.outputs[0])
@@ -161,6 +204,9 @@ class InnerFetches:
                 element = self.graph.as_graph_element(fetch)
             except (KeyError, ValueError):
                 return self._by_name_in_loop(hook, fetch)
+            value = variable_value(element)
+            if value is not element:  # 'global_step:0': the step, as in TensorFlow 1.15
+                return value
         if isinstance(element, (tf.Tensor, tf.Operation)) and is_inner(element, self.graph):
             known = self.known.get(_key(element))
             if known is None:

@@ -14,17 +14,20 @@ Rules (the Ascend adapter's, which follow TensorFlow 1.x contrib.mixed_precision
   the scale resets both counts.
 - Every manager counts the steps skipped because of an overflow.
 
-State lives in float32/int64 resource variables (`loss_scale_manager/scale`, `.../good_steps`,
-`.../bad_steps`, `.../skipped_steps`), created lazily in the graph that first asks
+State lives in float32/int64 resource variables, created lazily in the graph that first asks
 for them, outside any control flow (`init_scope`), so the update also works when the optimizer is
-built inside a `tf.while_loop` body: nothing is kept on the Python side per step. The variables are
-global (checkpointed, initialised with the others), summarised with `tf.compat.v1.summary.scalar`
-(tags `loss_scale`, `loss_scale_skipped_steps`), and logged by `LossScaleLoggingHook` (logger "npurun").
+built inside a `tf.while_loop` body: nothing is kept on the Python side per step. The scale is the
+variable `loss_scale` (in the name scope the manager was made in, as the adapter's managers name
+it: scripts fetch `'loss_scale:0'` by name and get the current scale); the counters are
+`loss_scale_manager/good_steps`, `.../bad_steps`, `.../skipped_steps` next to it. The variables are
+global (checkpointed, initialised with the others), summarised (tags `loss_scale`,
+`loss_scale_skipped_steps`), and logged by `LossScaleLoggingHook` (logger "npurun").
 """
 from __future__ import annotations
 
 import logging
 import numbers
+import re
 import weakref
 
 import numpy as np
@@ -39,6 +42,17 @@ logger = logging.getLogger("npurun")
 SCALES_COLLECTION = "npurun_loss_scales"
 SKIPPED_COLLECTION = "npurun_loss_scale_skipped_steps"
 FLOAT32_MAX = float(np.finfo(np.float32).max)
+# The name scope a device loop's body adds (control flow v1): a manager made in model_fn is named as
+# model_fn names it, inside a loop or not.
+_LOOP_SCOPE = re.compile(r"^(.*/)?npurun_device_loop(_\d+)?(/|$)")
+
+
+def _summary(tag, value):
+    """A scalar summary tagged `tag` whose op is not named `tag` (`loss_scale` names the variable)."""
+    from tensorflow.python.ops import gen_logging_ops
+
+    summary = gen_logging_ops.scalar_summary(tags=tag, values=value, name=f"{tag}_summary")
+    _v1.add_to_collection(_v1.GraphKeys.SUMMARIES, summary)
 
 
 class _LossScaleState:
@@ -50,13 +64,13 @@ class _LossScaleState:
                                 collections=[_v1.GraphKeys.GLOBAL_VARIABLES])
 
         self.manager = manager
+        self.scale = variable("loss_scale", initial_scale, tf.float32)
         with _v1.name_scope("loss_scale_manager"):
-            self.scale = variable("scale", initial_scale, tf.float32)
             self.good_steps = variable("good_steps", 0, tf.int64)
             self.bad_steps = variable("bad_steps", 0, tf.int64)
             self.skipped_steps = variable("skipped_steps", 0, tf.int64)
-        _v1.summary.scalar("loss_scale", self.scale)
-        _v1.summary.scalar("loss_scale_skipped_steps", self.skipped_steps)
+        _summary("loss_scale", self.scale.read_value())
+        _summary("loss_scale_skipped_steps", self.skipped_steps.read_value())
 
 
 class LossScaleManager:
@@ -70,6 +84,10 @@ class LossScaleManager:
     def __init__(self, initial_scale: float):
         self._initial_scale = float(initial_scale)
         self._states: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        # The adapter's managers create their `loss_scale` in the name scope they are made in
+        # (`with tf.name_scope('rmsprop'):` -> 'rmsprop/loss_scale:0', as Hourglass fetches it).
+        scope = "" if tf.executing_eagerly() else _v1.get_default_graph().get_name_scope()
+        self._scope = _LOOP_SCOPE.sub("", scope)
 
     # ---- state --------------------------------------------------------------------------------------
     def _state(self) -> _LossScaleState:
@@ -78,7 +96,8 @@ class LossScaleManager:
             graph = _v1.get_default_graph()
             state = self._states.get(graph)
             if state is None:
-                with graph.name_scope(None):  # top-level names, whatever scope the caller is in
+                # the scope the manager was made in, whatever scope the caller is in now
+                with graph.name_scope(self._scope + "/" if self._scope else None):
                     state = _LossScaleState(self, self._initial_scale)
                 graph.add_to_collection(SCALES_COLLECTION, state.scale)
                 graph.add_to_collection(SKIPPED_COLLECTION, state.skipped_steps)

@@ -16,6 +16,9 @@ Rules:
 - `is_distributed=True`: gradients and the overflow flag pass through
   `reduce_gradients_and_overflow`, which hands them to `npurun.distribute` (gradients averaged,
   the flag ANDed across ranks); with False they pass through unchanged.
+- Names scripts fetch, as the adapter has them: the step's flag (True when no gradient held
+  inf/NaN) is `overflow_status_reduce_all` in the name scope `apply_gradients` is called in; the
+  current scale is the manager's variable `loss_scale` (loss_scale.py).
 - `is_tailing_optimization` is recorded in the graph (collection `TAILING_COLLECTION`) when the
   optimizer builds its update; `check_tailing_optimization(graph, config_value)` raises a
   ValueError when it differs from NPURunConfig's value.
@@ -32,6 +35,7 @@ from .loss_scale import LossScaleManager
 from ..distribute.optimizer import TAILING_COLLECTION, check_tailing_optimization  # noqa: F401 (re-exported)
 
 _v1 = tf.compat.v1
+OVERFLOW_STATUS_NAME = "overflow_status_reduce_all"
 
 
 def _all_finite(grads) -> tf.Tensor:
@@ -123,6 +127,9 @@ class _LossScaledOptimizer(_v1.train.Optimizer):
         else:
             is_finite = tf.constant(True, name="overflow_check_off")
         grads_and_vars, is_finite = self.reduce_gradients_and_overflow(grads_and_vars, is_finite)
+        # The adapter's name for the step's flag (True: no inf/NaN, on every rank), in the caller's name
+        # scope: scripts fetch 'overflow_status_reduce_all:0' or 'apply_grads/overflow_status_reduce_all:0'.
+        is_finite = tf.identity(is_finite, name=OVERFLOW_STATUS_NAME)
 
         def apply():
             with tf.control_dependencies([self._opt.apply_gradients(grads_and_vars, global_step=global_step,

@@ -11,7 +11,10 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   script's own local modules (model.py next to train.py) are scripts too.
 - `tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist.input_data` are importable, and
   `tensorflow.python.framework.graph_util.convert_variables_to_constants`, `ops.Tensor`, `ops.IndexedSlices`,
-  `tensorflow.python.ops.array_ops.stack` / `unstack` exist again at their TF 1 paths;
+  `tensorflow.python.ops.array_ops.stack` / `unstack` and the other TF 1.15 private names ModelZoo
+  scripts use that moved (`nest.is_sequence`, `control_flow_ops.cond`, ...: `_moved_names`) exist again
+  at their TF 1 paths; a `tensorflow.python...` module that is gone is a ModuleNotFoundError saying so;
+  `tfdeterminism.patch()` is TensorFlow's own op determinism (npurun.tf1.tfdeterminism);
 - `from tensorflow.python.keras[.x] import y` gives tf-keras's module (`tf_keras.src[.x]`), the Keras
   the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session); so does a script's
   standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
@@ -42,6 +45,13 @@ _EXTRA_MODULES = {
     "tensorflow.examples": None, "tensorflow.examples.tutorials": None, "tensorflow.examples.tutorials.mnist": None,
     "tensorflow.examples.tutorials.mnist.input_data": "npurun.tf1.mnist_input_data",
     "tensorflow.python.data.experimental.ops.threadpool": "npurun.tf1.data_threadpool",
+    # TF 1.15 private modules that moved (issue 23: counted over ModelZoo-TensorFlow's model folders)
+    "tensorflow.python.eager.profiler": "npurun.tf1.eager_profiler",  # official-models' keras_utils
+    "tensorflow.python.distribute.distribution_strategy_context": "tensorflow.python.distribute.distribute_lib",
+    "tensorflow.python.training.distribution_strategy_context": "tensorflow.python.distribute.distribute_lib",
+    "tensorflow.python.tpu.tpu_config": "npurun.tf1.contrib.tpu",  # RunConfig, TPUConfig, InputPipelineConfig
+    # tensorflow-determinism (refuses TensorFlow 2.21): its patch() is TensorFlow's own op determinism
+    "tfdeterminism": "npurun.tf1.tfdeterminism",
     # TF 1's estimator at its implementation path (`from tensorflow.python.estimator import estimator`):
     # each module is the script's tf.estimator, which holds the names scripts take from them.
     "tensorflow.python.estimator": lambda: _estimator_package(),
@@ -120,9 +130,22 @@ class _AliasLoader(importlib.abc.Loader):
 
 
 class TF1Finder(importlib.abc.MetaPathFinder):
-    """`tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist...` while the TF1 world is on."""
+    """`tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist...` while the TF1 world is on; a
+    `tensorflow.python...` module TensorFlow no longer has is a ModuleNotFoundError saying so."""
 
     def find_spec(self, fullname, path=None, target=None):
+        spec = self._find_spec(fullname, path)
+        if (spec is None and fullname.startswith("tensorflow.python.") and path is not None
+                and not fullname.startswith(_TF_PYTHON_KERAS + ".")
+                and importlib.machinery.PathFinder.find_spec(fullname, path) is None):
+            version = getattr(sys.modules.get("tensorflow"), "__version__", "2")  # maybe mid-import
+            raise ModuleNotFoundError(
+                f"No module named {fullname!r}: a private module of TensorFlow 1.15 that TensorFlow {version} "
+                f"no longer has (moved or removed), and npurun does not provide it. Import the public name "
+                f"(tf.compat.v1....) instead", name=fullname)
+        return spec
+
+    def _find_spec(self, fullname, path):
         if fullname == "tensorflow.contrib" or fullname.startswith("tensorflow.contrib."):
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader(contrib.module_for), is_package=True)
         if fullname in _EXTRA_MODULES:
@@ -199,6 +222,36 @@ def _extra_module(fullname):
     module = types.ModuleType(fullname)
     module.__path__ = []
     return module
+
+
+def _like_rnncell(cell):
+    """TF 1.15's `rnn_cell_impl._like_rnncell`: whether `cell` has what an RNN cell has."""
+    return (hasattr(cell, "output_size") and hasattr(cell, "state_size") and hasattr(cell, "zero_state")
+            and callable(cell))
+
+
+def _moved_names(tf) -> tuple:
+    """(module, TF 1.15 name, its value here) of TF 1.15 private names ModelZoo scripts use that moved in
+    TensorFlow 2 (folders of ModelZoo-TensorFlow's TensorFlow/ using each: control_flow_ops.cond 19,
+    nest.is_sequence 10, pywrap_tensorflow.NewCheckpointReader 10, control_flow_ops.while_loop 10,
+    control_flow_ops.Assert 7, rnn_cell_impl._like_rnncell 6, variable_scope.variable 3,
+    gen_nn_ops._max_pool_grad 3, ops.register_tensor_conversion_function 3)."""
+    from tensorflow.python import pywrap_tensorflow
+    from tensorflow.python.framework import ops, tensor_conversion_registry
+    from tensorflow.python.ops import (cond, control_flow_assert, control_flow_ops, gen_nn_ops, rnn_cell_impl,
+                                       variable_scope, while_loop)
+    from tensorflow.python.util import nest
+
+    return (
+        (nest, "is_sequence", nest.is_nested), (nest, "is_sequence_or_composite", nest.is_nested_or_composite),
+        (control_flow_ops, "cond", cond.cond), (control_flow_ops, "while_loop", while_loop.while_loop),
+        (control_flow_ops, "Assert", control_flow_assert.Assert),
+        (pywrap_tensorflow, "NewCheckpointReader", tf.compat.v1.train.NewCheckpointReader),
+        (rnn_cell_impl, "_like_rnncell", _like_rnncell),
+        (variable_scope, "variable", tf.compat.v1.Variable),
+        (gen_nn_ops, "_max_pool_grad", gen_nn_ops.max_pool_grad),
+        (ops, "register_tensor_conversion_function", tensor_conversion_registry.register_tensor_conversion_function),
+    )
 
 
 class TF1World:
@@ -290,7 +343,7 @@ class TF1World:
 
         # tf-slim 1.1 (and TF 1 code reaching into tensorflow.python) still name ops.Tensor / ops.IndexedSlices,
         # which TensorFlow 2.21 moved to their own modules: the same classes, at their old names.
-        for obj, attribute, value in (
+        for obj, attribute, value in _moved_names(tf) + (
                 (graph_util, "convert_variables_to_constants", tf.compat.v1.graph_util.convert_variables_to_constants),
                 (ops, "Tensor", tensor.Tensor), (ops, "IndexedSlices", indexed_slices.IndexedSlices),
                 # TF 1 code calling array_ops.stack / unstack (TabNet's sparsemax; 17 ModelZoo folders): TF 2.13
@@ -300,6 +353,7 @@ class TF1World:
                 setattr(obj, attribute, value)
                 self._patched.append((obj, attribute))
         if self.scripts_get_tf1:
+            self._variables_by_name()
             self._numpy_aliases()
             self._absl_str_enums()
             import time
@@ -309,6 +363,38 @@ class TF1World:
             if not hasattr(time, "clock"):
                 time.clock = time.process_time
                 self._patched.append((time, "clock"))
+
+    def _variables_by_name(self):
+        """'global_step:0' by name is the variable's value, as TensorFlow 1.15's ref variables were (21
+        ModelZoo folders fetch 'global_step:0' or 'loss_scale:0' with sess.run or get_tensor_by_name and
+        compute with it): a string fetch in Session.run, and a script's `graph.get_tensor_by_name`, of a
+        resource variable's handle give its value (`inner_fetches.variable_value`). TensorFlow's own
+        callers of get_tensor_by_name keep the handle."""
+        from tensorflow.python.client import session
+        from tensorflow.python.framework import ops
+
+        from ..estimator.inner_fetches import variable_value
+
+        mapper = session._ElementFetchMapper
+        mapper_init = mapper.__init__
+        get_tensor_by_name = ops.Graph.get_tensor_by_name
+        if getattr(mapper_init, "__npurun_values__", False):
+            return
+
+        def init(self, fetches, contraction_fn):
+            mapper_init(self, fetches, contraction_fn)
+            self._unique_fetches = [variable_value(element) if isinstance(fetch, str) else element
+                                    for fetch, element in zip(fetches, self._unique_fetches)]
+
+        def by_name(graph, name):
+            tensor = get_tensor_by_name(graph, name)
+            return variable_value(tensor) if is_script(sys._getframe(1).f_globals) else tensor
+
+        init.__npurun_values__ = True
+        by_name.__doc__ = get_tensor_by_name.__doc__
+        mapper.__init__ = init
+        ops.Graph.get_tensor_by_name = by_name
+        self._restore += [(mapper, "__init__", mapper_init), (ops.Graph, "get_tensor_by_name", get_tensor_by_name)]
 
     def _absl_str_enums(self):
         """`flags.DEFINE_enum(..., enum_values=("keras', 'graph_rewrite"), ...)`: official-models scripts (9

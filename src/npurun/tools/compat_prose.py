@@ -58,8 +58,8 @@ evaluation results) at INFO level on stderr, unless the script configured that l
 rank environment is set (`RANK_ID`, `RANK_SIZE`, `RANK_TABLE_FILE`, `TF_CONFIG`), the script sees
 `RANK_SIZE=1` and `RANK_ID=0`, as Ascend's one-device launch scripts export them (many scripts read
 them with `int(os.getenv("RANK_SIZE"))`); `npurun launch` sets them per rank. In a one-rank run
-`ASCEND_DEVICE_ID`, `DEVICE_ID` and `DEVICE_INDEX`, which Ascend's 1p launch scripts also export and scripts read
-bare, are 0 unless set (with several ranks npurun takes ASCEND_DEVICE_ID as the rank's device: it is left to the
+`ASCEND_DEVICE_ID`, `DEVICE_ID`, `DEVICE_INDEX` and `RANK_INDEX` (the server's index), which Ascend's 1p launch
+scripts also export and scripts read bare, are 0 unless set (with several ranks npurun takes ASCEND_DEVICE_ID as the rank's device: it is left to the
 launcher).
 
 ## Coverage table

@@ -17,8 +17,8 @@ TensorFlow 2.x, keeps TensorFlow 2 (eager by default, `tf.estimator` from npurun
 second, evaluation results) is shown at INFO level on stderr, as `npurun train` shows it, unless the
 script or the environment configured that logger already. With no rank environment (RANK_ID,
 RANK_SIZE, RANK_TABLE_FILE, TF_CONFIG all unset) the script sees RANK_SIZE=1 and RANK_ID=0, as
-Ascend's one-device launch scripts export them; in a one-rank run ASCEND_DEVICE_ID, DEVICE_ID and
-DEVICE_INDEX, when unset, are 0, as those scripts export them.
+Ascend's one-device launch scripts export them; in a one-rank run ASCEND_DEVICE_ID, DEVICE_ID,
+DEVICE_INDEX and RANK_INDEX (the server's index), when unset, are 0, as those scripts export them.
 """
 from __future__ import annotations
 
@@ -34,6 +34,9 @@ _ONE_RANK = {"RANK_SIZE": "1", "RANK_ID": "0"}
 # The device index Ascend's 1p launch scripts export next to RANK_ID (each name is read bare by some scripts:
 # `int(os.getenv('DEVICE_ID'))` 43 ModelZoo folders, DEVICE_INDEX 30, ASCEND_DEVICE_ID 16).
 _DEVICE_VARIABLES = ("ASCEND_DEVICE_ID", "DEVICE_ID", "DEVICE_INDEX")
+# The server's index among the job's servers, exported by 37 Ascend launch files and read bare by scripts
+# (`int(os.environ['RANK_INDEX'])`, 15 ModelZoo folders): 0 for the one server of a one-rank run.
+_ONE_RANK_ONLY = _DEVICE_VARIABLES + ("RANK_INDEX",)
 
 
 TF_API_ENV = "NPURUN_TF_API"
@@ -187,7 +190,7 @@ def _script_environment() -> dict:
     # ASCEND_DEVICE_ID as the session's device, which `npurun launch` / the user choose per rank.
     rank_size = os.environ.get("RANK_SIZE", defaults.get("RANK_SIZE"))
     if rank_size == "1" and os.environ.get("RANK_ID", defaults.get("RANK_ID", "0")) == "0":
-        defaults.update({name: "0" for name in _DEVICE_VARIABLES if name not in os.environ})
+        defaults.update({name: "0" for name in _ONE_RANK_ONLY if name not in os.environ})
     return defaults
 
 
