@@ -27,7 +27,9 @@ def config_with_model_dir(config, model_dir):
 
 
 def device_fn_scope(config):
-    device_fn = getattr(config, "device_fn", None)
+    # device_fn, else the device of a one-device tf.distribute strategy (tf.estimator.RunConfig's
+    # train_distribute=OneDeviceStrategy("/gpu:1")) when TensorFlow would place the model elsewhere.
+    device_fn = getattr(config, "device_fn", None) or getattr(config, "_strategy_device", None)
     # tf.device takes no functions in TF 2; the graph's own device stack does.
     return _v1.get_default_graph().device(device_fn) if device_fn is not None else contextlib.nullcontext()
 
