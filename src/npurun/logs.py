@@ -170,13 +170,43 @@ _FORMAT = "%(levelname)s:%(name)s:%(message)s"  # TensorFlow's Python logger's f
 _enabled_handler = None
 
 
+def _on_terminal(stream) -> bool:
+    return stream is not None and (any(stream is s for s in (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__))
+                                   or getattr(stream, "name", None) in ("<stderr>", "<stdout>"))
+
+
+def root_prints(record) -> bool:
+    """Whether a handler of the root logger prints `record` on stderr/stdout: absl's (installed by
+    `absl.app.run` / `tf.compat.v1.app.run`) or the user's `logging.basicConfig()`. npurun's records
+    propagate there, so a handler of npurun's printing them too would show every line twice."""
+    for handler in logging.getLogger().handlers:
+        if record.levelno < handler.level:
+            continue
+        inner = getattr(handler, "python_handler", handler)  # absl's ABSLHandler wraps a StreamHandler
+        if _on_terminal(getattr(inner, "stream", None)):
+            return True
+    return False
+
+
+class OnceStreamHandler(logging.StreamHandler):
+    """A StreamHandler for the "npurun" logger that stays silent for a record the root logger's
+    handlers print on the terminal anyway (`root_prints`): each line is shown once."""
+
+    def emit(self, record):
+        if logging.getLogger("npurun").propagate and root_prints(record):
+            return
+        super().emit(record)
+
+
 def enable_logging(level: int = logging.INFO, stream=None) -> logging.Handler:
     """Show npurun's log lines (loss and step, steps/sec, checkpoints, evaluation results) on
-    `stream` (default stderr) from `level` up. Idempotent; returns the handler it added."""
+    `stream` (default stderr) from `level` up, once: when a handler of the root logger prints them
+    on the terminal already (absl's after `app.run`), that one does. Idempotent; returns the handler
+    it added."""
     global _enabled_handler
     logger = logging.getLogger("npurun")
     if _enabled_handler is None:
-        _enabled_handler = logging.StreamHandler(stream or sys.stderr)
+        _enabled_handler = OnceStreamHandler(stream or sys.stderr)
         _enabled_handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
         logger.addHandler(_enabled_handler)
     elif stream is not None:

@@ -38,6 +38,18 @@ def test_npurun_log_is_shown_during_the_run(tmp_path, capsys):
     assert "INFO:npurun:loss = 0.5, step = 10" in capsys.readouterr().err
 
 
+def test_each_npurun_line_is_shown_once_when_the_script_runs_under_app_run(tmp_path, capsys):
+    # tf.compat.v1.app.run / absl.app.run put absl's handler on the root logger; npurun's lines reach it.
+    script = tmp_path / "app_logs.py"
+    script.write_text("import logging\nfrom absl import logging as absl_logging\n"
+                      "absl_logging.use_absl_handler()\n"
+                      "try:\n    logging.getLogger('npurun').info('loss = 0.5, step = 10')\n"
+                      "finally:\n    logging.getLogger().removeHandler(absl_logging.get_absl_handler())\n")
+    assert run_script(str(script)) == 0
+    err = capsys.readouterr().err
+    assert err.count("loss = 0.5, step = 10") == 1, err
+
+
 def test_exit_status_is_the_scripts(tmp_path):
     script = tmp_path / "exits.py"
     script.write_text("import sys\nsys.exit(int(sys.argv[1]))\n")

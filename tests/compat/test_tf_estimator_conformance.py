@@ -201,6 +201,28 @@ def test_device_fn_places_the_models_ops(tmp_path):
     assert "w" in placed and any(name.startswith("gradients") for name in placed)
 
 
+def test_a_float_step_count_counts_as_tf_estimator_counts_it(tmp_path):
+    # TF 2.15 (checked in its venv): max_steps=5.0 trains to 5, max_steps=7.5 to 8, steps=2.5 three
+    # steps (it stops at the first global step at or past the count); evaluate(steps=1.5) two batches.
+    est = _estimator_class()(make_model_fn(), model_dir=str(tmp_path))
+    est.train(input_fn, max_steps=5.0)
+    assert est.get_variable_value("global_step") == 5
+    est.train(input_fn, max_steps=np.float32(7.5))
+    assert est.get_variable_value("global_step") == 8
+    est.train(input_fn, steps=2.5)
+    assert est.get_variable_value("global_step") == 11
+    hook = CountRuns()
+    est.evaluate(input_fn, steps=1.5, hooks=[hook])
+    assert hook.runs == 2
+    from npurun.estimator import EvalSpec, TrainSpec
+
+    assert (TrainSpec(input_fn, max_steps=5.0).max_steps, EvalSpec(input_fn, steps=2.5).steps) == (5, 3)
+    assert TrainSpec(input_fn, max_steps=float("inf")).max_steps is None  # no limit, as in tf.estimator
+    for bad in (0.0, -1.5, float("nan"), "5", True):
+        with pytest.raises(ValueError, match=f"Must specify steps > 0, given: {re.escape(repr(bad))}"):
+            est.train(input_fn, steps=bad)
+
+
 def test_train_and_evaluate_argument_wording(tmp_path):
     est = _estimator_class()(make_model_fn(), model_dir=str(tmp_path))
     with pytest.raises(ValueError, match="Must specify steps > 0"):

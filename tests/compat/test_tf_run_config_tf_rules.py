@@ -40,6 +40,40 @@ def test_a_tf2_parameter_server_strategy_is_refused():
             RunConfig(**{name: strategy_class.__new__(strategy_class)})
 
 
+def test_a_one_device_strategy_trains_as_without_one_and_says_nothing_untrue(recwarn):
+    strategies = {"OneDeviceStrategy": tf.distribute.OneDeviceStrategy("/cpu:0"),
+                  "default": tf.distribute.get_strategy(),
+                  "MirroredStrategy": tf.distribute.MirroredStrategy(["/cpu:0"])}
+    for strategy in strategies.values():
+        config = RunConfig(train_distribute=strategy, eval_distribute=strategy)
+        assert config.train_distribute is strategy and config.eval_distribute is strategy
+        assert config.options["train_distribute"] is None and config._strategy_device is None  # where TF places it
+    assert [str(w.message) for w in recwarn] == []
+    # A one-device strategy naming a device TensorFlow would not choose places the model there.
+    assert RunConfig(train_distribute=tf.distribute.OneDeviceStrategy("/gpu:1"))._strategy_device.endswith("GPU:1")
+
+
+def test_a_strategy_over_several_devices_is_refused_with_the_command_that_runs_it():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    for name in ("train_distribute", "eval_distribute"):
+        with pytest.raises(ValueError) as error:
+            RunConfig(**{name: strategy})
+        message = str(error.value)
+        assert f"{name}=MirroredStrategy over 2 devices" in message
+        assert "/job:localhost/replica:0/task:0/device:CPU:1" in message
+        assert "`npurun launch -n 2 script.py`" in message
+    with pytest.raises(ValueError, match="npurun launch -n 2"):
+        RunConfig().replace(train_distribute=strategy)
+
+
+def test_a_tf1_parameter_server_strategy_is_npuruns_distribute_option(monkeypatch):
+    strategy_class = tf.compat.v1.distribute.experimental.ParameterServerStrategy
+    strategy = strategy_class.__new__(strategy_class)
+    config = _config_with(monkeypatch, {"cluster": CLUSTER, "task": {"type": "worker", "index": 0}},
+                          train_distribute=strategy)
+    assert config.options["distribute"] is strategy and config.train_distribute is strategy
+
+
 def test_masters_are_read_when_the_config_is_made(monkeypatch):
     local = _config_with(monkeypatch, {"eval_session_master": "_my_eval_master"})
     assert (local.master, local.evaluation_master) == ("", "_my_eval_master")

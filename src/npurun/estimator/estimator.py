@@ -118,7 +118,8 @@ class NPUEstimator:
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
         """Train until `steps` more steps, global step `max_steps`, the input ends, or a hook stops.
 
-        Rules: `steps` and `max_steps` are exclusive and must be > 0; `max_steps` is a total, so a
+        Rules: `steps` and `max_steps` are exclusive and must be > 0 (a float counts as the next integer,
+        as in tf.estimator: 5.0 is 5, 5.5 is 6; inf is no limit); `max_steps` is a total, so a
         model whose checkpoint is already at or past it is not trained. With `iterations_per_loop`
         N > 1 the number of steps of the call must be a multiple of N. Returns self.
 
@@ -130,7 +131,7 @@ class NPUEstimator:
             raise ValueError("NPUEstimator.train: graph_run_mode=0 is inference mode; training needs "
                              "graph_run_mode=1 (NPURunConfig)")
         tf_conformance.check_not_evaluator(self._config)
-        tf_conformance.check_steps(steps, max_steps)
+        steps, max_steps = tf_conformance.check_steps(steps, max_steps)
         tf_conformance.check_listeners(saving_listeners, self._config, hooks)
         rules.check_ps_tasks_have_strategy(self._config.options, self._config.cluster)
         hooks = check_hooks(hooks, "NPUEstimator.train", _HOOKS_WORDING)
@@ -164,7 +165,7 @@ class NPUEstimator:
         `model_dir/eval` (or `model_dir/eval_<name>`), on the chief. Without a checkpoint the variables
         are freshly initialised (with a warning), as tf.estimator does.
         """
-        tf_conformance.check_steps(steps, None)
+        steps, _ = tf_conformance.check_steps(steps, None)
         hooks = check_hooks(hooks, "NPUEstimator.evaluate", _HOOKS_WORDING)
         path = self._checkpoint_to_use(checkpoint_path)
         if path is None:  # as tf.estimator: evaluate freshly initialised variables, with a warning

@@ -8,10 +8,10 @@ from __future__ import annotations
 import collections
 from typing import Any, Callable, Optional, Sequence
 
-import numpy as np
 import tensorflow as tf
 
 from .mode_keys import ModeKeys  # noqa: F401  (re-exported: npurun.estimator.spec.ModeKeys)
+from .tf_conformance import step_count  # a float step count counts as in tf.estimator (5.5: 6)
 
 
 # tf.estimator.EstimatorSpec's fields, in its order (model functions may pass them positionally).
@@ -138,14 +138,6 @@ def check_hooks(hooks, where, wording="All hooks must be SessionRunHook instance
 _SPEC_HOOKS_WORDING = "All hooks must be `SessionRunHook` instances, given:"  # TrainSpec/EvalSpec's words
 
 
-def _positive_int(value, name, allow_none=True):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"Must specify {name} > 0, given: {value!r}")
-    return int(value)
-
-
 def _callable_input_fn(input_fn, where):
     if not callable(input_fn):
         raise TypeError(f"{where}: `input_fn` must be callable, given: {input_fn!r}")
@@ -158,7 +150,7 @@ class TrainSpec(collections.namedtuple("TrainSpec", ["input_fn", "max_steps", "h
     def __new__(cls, input_fn: Callable, max_steps: Optional[int] = None, hooks: Sequence = (),
                 saving_listeners: Sequence = ()):
         _callable_input_fn(input_fn, "TrainSpec")
-        max_steps = _positive_int(max_steps, "max_steps")
+        max_steps = step_count(max_steps, "max_steps")
         hooks = check_hooks(hooks, "TrainSpec.hooks", _SPEC_HOOKS_WORDING)
         listeners = list(saving_listeners or ())
         for listener in listeners:
@@ -183,7 +175,7 @@ class EvalSpec(collections.namedtuple(
                 hooks: Sequence = (), exporters: Any = None, start_delay_secs: float = 120,
                 throttle_secs: float = 600):
         _callable_input_fn(input_fn, "EvalSpec")
-        steps = _positive_int(steps, "steps")
+        steps = step_count(steps, "steps")
         if name is not None and not isinstance(name, str):
             raise TypeError(f"EvalSpec: `name` must be string, given: {name!r}")
         hooks = check_hooks(hooks, "EvalSpec.hooks", _SPEC_HOOKS_WORDING)

@@ -27,7 +27,9 @@ def config_with_model_dir(config, model_dir):
 
 
 def device_fn_scope(config):
-    device_fn = getattr(config, "device_fn", None)
+    # device_fn, else the device of a one-device tf.distribute strategy (tf.estimator.RunConfig's
+    # train_distribute=OneDeviceStrategy("/gpu:1")) when TensorFlow would place the model elsewhere.
+    device_fn = getattr(config, "device_fn", None) or getattr(config, "_strategy_device", None)
     # tf.device takes no functions in TF 2; the graph's own device stack does.
     return _v1.get_default_graph().device(device_fn) if device_fn is not None else contextlib.nullcontext()
 
@@ -80,11 +82,31 @@ def check_not_evaluator(config) -> None:
                          f"task_type={task_type!r} (an {task_type} task does not train)")
 
 
-def check_steps(steps, max_steps) -> None:
-    """Estimator.train's argument rules, in tf.estimator's words."""
+def step_count(value, name):
+    """A step count as tf.estimator takes it: an int, or a float (a flag parsed as float), > 0.
+
+    tf.estimator compares the global step (or the number of evaluations) with the count and stops
+    at the first step at or past it, so a non-integral float counts as the next integer (`5.5`: 6);
+    an infinite count is no limit (None: until the input ends). NaN, which tf.estimator takes and
+    then never stops on, is refused here, and so is a bool (a bug, not a count).
+    """
+    import math
+    import numbers
+
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or math.isnan(value) \
+            or value <= 0:
+        raise ValueError(f"Must specify {name} > 0, given: {value!r} (an int or a float step count)")
+    if math.isinf(value):
+        return None
+    return int(math.ceil(value))
+
+
+def check_steps(steps, max_steps):
+    """Estimator.train's argument rules, in tf.estimator's words; returns (steps, max_steps) as ints
+    (or None) by `step_count`'s rule."""
     if steps is not None and max_steps is not None:
         raise ValueError(f"Can not provide both steps and max_steps: give steps or max_steps, not both (got "
                          f"steps={steps!r}, max_steps={max_steps!r})")
-    for name, value in (("steps", steps), ("max_steps", max_steps)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0):
-            raise ValueError(f"Must specify {name} > 0, given: {value!r}")
+    return step_count(steps, "steps"), step_count(max_steps, "max_steps")

@@ -8,7 +8,11 @@ Rules (tf.estimator's, kept here so code written for it behaves the same):
   - `TF_CONFIG` may also hold `model_dir` (the default model_dir; a different one given to the
     constructor is an error), `session_master` (the `master`) and `service` (a dict, `service`);
   - `cluster_spec` is a `tf.train.ClusterSpec`;
-  - `device_fn(op) -> device` places the model's ops (exactly one argument, `op`).
+  - `device_fn(op) -> device` places the model's ops (exactly one argument, `op`);
+  - `train_distribute` / `eval_distribute`: a strategy over one device trains as without one (on
+    that device); TF 1's ParameterServerStrategy is npurun's `distribute`; a strategy over several
+    devices or workers is an error naming them and `npurun launch -n <devices> script.py`
+    (NPURunConfig itself only stores them, for migration tooling, as the product document says).
 Arguments NPURunConfig has no use for (`protocol`, `experimental_distribute`, ...) are kept as
 attributes and give a warning when not at their default. NPURunConfig's own options are
 accepted as keywords too.
@@ -136,13 +140,87 @@ def _check_kept(kept):
         raise ValueError(f"RunConfig: session_creation_timeout_secs should be > 0 (got {timeout!r})")
 
 
-def _check_strategies(options):
-    """A TF 2 ParameterServerStrategy cannot drive an Estimator (tf.estimator's rule): TF 1's can."""
+def _strategy_devices(strategy):
+    """The devices a tf.distribute strategy replicates over (None when it does not say: the default strategy)."""
+    try:
+        return tuple(strategy.extended.worker_devices)
+    except Exception:  # the default strategy raises RuntimeError; others may not implement it
+        return None
+
+
+def _strategy_workers(strategy) -> int:
+    resolver = getattr(strategy, "cluster_resolver", None)
+    try:
+        spec = resolver.cluster_spec().as_dict() if resolver is not None else {}
+    except Exception:  # a resolver that cannot read its cluster: one worker as far as we can tell
+        spec = {}
+    return max(1, sum(len(spec.get(job) or ()) for job in ("chief", "worker", "master")))
+
+
+def _default_device() -> str:
+    """Where TensorFlow places a model without a strategy: the first GPU, or the CPU."""
+    import tensorflow as tf
+
+    return "GPU:0" if tf.config.list_physical_devices("GPU") else "CPU:0"
+
+
+def _short(device: str) -> str:
+    import tensorflow as tf
+
+    spec = tf.DeviceSpec.from_string(device)
+    return f"{spec.device_type}:{spec.device_index or 0}" if spec.device_type else device
+
+
+_LAUNCH = ("npurun runs an Estimator on several devices as one process per device: `npurun launch -n {n} "
+           "script.py` (the model_fn wraps its optimizer in npurun.distribute.NPUDistributedOptimizer and the "
+           "input_fn shards its dataset by get_rank_id()/get_rank_size(); see docs/distributed.md), without "
+           "{name}")
+
+
+def _map_strategies(options):
+    """`train_distribute` / `eval_distribute` holding a tf.distribute strategy, as npurun runs it.
+
+    A TF 2 ParameterServerStrategy cannot drive an Estimator (tf.estimator's rule); TF 1's is npurun's
+    `distribute` option (parameter-server training). A strategy over one device (OneDeviceStrategy,
+    the default strategy, MirroredStrategy or MultiWorkerMirroredStrategy over one device of one
+    worker) trains as without a strategy, on that device; it is not passed on (NPURunConfig would
+    warn that it is stored only). A strategy over several devices or workers is refused, naming them
+    and the command that trains on them: npurun never trains on one device of several silently.
+    Returns the device a one-device strategy names when it is not where TensorFlow places the model
+    anyway, else None.
+    """
+    import tensorflow as tf
+
+    placement = None
     for name in ("train_distribute", "eval_distribute"):
         strategy = options.get(name)
-        if strategy is not None and type(strategy).__module__.endswith("parameter_server_strategy_v2"):
+        if strategy is None or not isinstance(strategy, (tf.distribute.Strategy, tf.compat.v1.distribute.Strategy)):
+            continue  # anything else: NPURunConfig stores it for migration tooling, with its warning
+        kind = type(strategy).__name__
+        if type(strategy).__module__.endswith("parameter_server_strategy_v2"):
             raise ValueError(f"RunConfig: Please use `tf.compat.v1.distribute.experimental.ParameterServerStrategy` "
-                             f"for parameter server strategy with estimator (got {name}={type(strategy).__name__})")
+                             f"for parameter server strategy with estimator (got {name}={kind})")
+        if "ParameterServerStrategy" in kind:
+            if options.get("distribute") not in (None, strategy):
+                raise ValueError(f"RunConfig: {name}={kind} and distribute={options['distribute']!r} disagree; "
+                                 f"give one parameter-server strategy")
+            options["distribute"] = options.pop(name)
+            continue
+        devices = _strategy_devices(strategy)
+        workers = _strategy_workers(strategy)
+        replicas = strategy.num_replicas_in_sync
+        if replicas <= 1 and workers <= 1 and (devices is None or len(devices) <= 1):
+            del options[name]
+            if devices and _short(devices[0]) != _default_device():
+                placement = devices[0]
+            continue
+        listed = ", ".join(devices or ()) or "unknown devices"
+        where = f"{replicas} replicas on {workers} workers" if workers > 1 else f"{replicas} devices ({listed})"
+        hosts = " on each host with --hosts" if workers > 1 else ""
+        raise ValueError(f"RunConfig: {name}={kind} over {where} is not run by npurun's Estimator (training on "
+                         f"one of them would silently leave the others idle). "
+                         + _LAUNCH.format(n=replicas, name=name) + hosts)
+    return placement
 
 
 def _local_master_if_single_node(cluster: dict, master: str) -> str:
@@ -214,7 +292,7 @@ class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
                 raise TypeError(f"RunConfig() got an unexpected keyword argument {name!r}")
         _check_device_fn(kept.get("device_fn"))
         _check_kept(kept)
-        _check_strategies(options)
+        strategy_device = _map_strategies(options)
         _tf_checks(options)
         _check_tf_cluster(tf_config)
         if "model_dir" in tf_config:
@@ -255,6 +333,9 @@ class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
         super().__init__(**options)
         self._tf_given = given
         self._kept = {name: kept.get(name, defaults[name]) for name in _KEPT}
+        self._strategies = {name: given.get(name) for name in ("train_distribute", "eval_distribute")}
+        # A one-device strategy's device, when TensorFlow would place the model elsewhere (device_fn wins).
+        self._strategy_device = strategy_device
         self._checkpoints_disabled = self_disabled
         self._given_none = given_none
         self._session_master = tf_config.get("session_master")
@@ -364,6 +445,15 @@ class RunConfig(NPURunConfig, metaclass=_RunConfigMeta):
     @property
     def device_fn(self):
         return self._kept["device_fn"]
+
+    @property
+    def train_distribute(self):
+        """The strategy given (a one-device one trains as without it; see `_map_strategies`)."""
+        return self._strategies["train_distribute"]
+
+    @property
+    def eval_distribute(self):
+        return self._strategies["eval_distribute"]
 
     @property
     def protocol(self):

@@ -213,13 +213,14 @@ def _environment_defaults(defaults: dict):
 
 @contextlib.contextmanager
 def _npurun_log():
-    from ..logs import user_configured
+    from ..logs import OnceStreamHandler, user_configured
 
     logger = logging.getLogger("npurun")
     if user_configured(logger):
         yield
         return
-    handler = logging.StreamHandler(sys.stderr)
+    # Silent for lines a root handler prints anyway (absl's, once the script calls app.run): once each.
+    handler = OnceStreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s:npurun:%(message)s"))
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
