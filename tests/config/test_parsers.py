@@ -219,9 +219,10 @@ DEVICE_LIST = st.lists(st.integers(0, 7), unique=True, min_size=1).map(tuple)
 
 ON_OFF = st.sampled_from(["on", "off"])
 PROFILING = st.fixed_dictionaries({}, optional={
-    "output": st.text(min_size=1, max_size=20),
-    "fp_point": st.text(max_size=10),
-    "bp_point": st.text(max_size=10),
+    # No NUL in any, and output is a path the file system can take (no lone surrogates).
+    "output": st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=20),
+    "fp_point": st.text(st.characters(blacklist_characters="\x00"), max_size=10),
+    "bp_point": st.text(st.characters(blacklist_characters="\x00"), max_size=10),
     "aic_metrics": st.sampled_from(p.AIC_METRICS),
     "storage_limit": st.integers(200, 4294967295).map(lambda n: f"{n}MB"),
     **{key: ON_OFF for key in ("training_trace", "task_trace", "aicpu", "l2", "hccl", "msproftx",
