@@ -49,6 +49,7 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..config import OPTIONS
 from .aliases import TF_ESTIMATOR, Unsupported
+from .script_guard import ScriptRefused, parse_within_limits, read_script
 from .tf_estimator import TF_RUN_CONFIG_PARAMETERS
 
 ESTIMATOR_MODULES = ("tensorflow.estimator", "tensorflow.compat.v1.estimator", "tensorflow.compat.v2.estimator")
@@ -467,6 +468,7 @@ def _realign(original_node, updated_node):
 
 def migrate_source(source: str) -> Migration:
     """Migrate one script's source text (see the module docstring)."""
+    parse_within_limits(source, "the script")  # before libcst, which crashes on deep nesting
     context = CodemodContext()
     command = NpuMigration(context)
     module = cst.parse_module(source)
@@ -480,5 +482,8 @@ def migrate_source(source: str) -> Migration:
 
 
 def migrate_file(path: str) -> Migration:
-    with open(path, encoding="utf-8") as handle:
-        return migrate_source(handle.read())
+    source, _ = read_script(path)
+    try:
+        return migrate_source(source)
+    except ScriptRefused as refused:  # name the file, not "the script"
+        raise ScriptRefused(str(refused).replace("the script", path, 1)) from None

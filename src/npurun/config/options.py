@@ -314,7 +314,7 @@ _OPTIONS = (
            rule="path of a JSON file editing black-list / white-list / gray-list; only with a mixed precision mode",
            doc="Edit the mixed-precision op lists.",
            mechanism="grappler auto mixed precision allow/deny/infer lists"),
-    Option("op_precision_mode", None, existing_file(parsers.parse_op_precision_ini, what="ini file"), EFFECT,
+    Option("op_precision_mode", None, existing_file(parsers.parse_op_precision_ini, what="op precision ini file"), EFFECT,
            codec=_s("op_precision_mode"),
            rule="path of an ini file of OpType=high_precision|high_performance; wins over op_select_implmode",
            doc="Per-op-type precision choice.",
