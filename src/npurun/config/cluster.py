@@ -121,11 +121,13 @@ def _decode_tf_config(raw: str) -> dict:
         raise ValueError(f"{where} is not valid JSON: {err}") from None
     if not isinstance(tf_config, dict):
         raise ValueError(f"{where}: expected a JSON object with 'cluster' and 'task'")
-    cluster = tf_config.get("cluster") or {}
+    cluster = tf_config.get("cluster")
+    cluster = {} if cluster is None else cluster
     if not isinstance(cluster, dict) or not all(
             isinstance(v, list) and all(isinstance(a, str) for a in v) for v in cluster.values()):
         raise ValueError(f"{where}: 'cluster' must map job names to lists of addresses (strings)")
-    task = tf_config.get("task") or {}
+    task = tf_config.get("task")
+    task = {} if task is None else task
     if not isinstance(task, dict):
         raise ValueError(f"{where}: 'task' must be an object with 'type' and 'index', got {bounded_repr(task)}")
     if "type" in task and not isinstance(task["type"], str):
