@@ -110,7 +110,7 @@ _OPTIONS = (
 
     # ---- added by NPURunConfig ----------------------------------------------------------------------
     Option("iterations_per_loop", 1, integer(lo=1, hi=ITERATIONS_PER_LOOP_MAX, why="the device loop's counter is an int32"), EFFECT, nullable=False, codec=_i("iterations_per_loop"),
-           rule="an int >= 1; 1 with mix_compile_mode=True; the steps of each train() call must be a multiple",
+           rule="an int in [1, 2147483646]; 1 with mix_compile_mode=True; the steps of each train() call must be a multiple",
            doc="Training steps run per Session.run call (a device-side loop).",
            mechanism="the training step inside a tf.while_loop of N iterations with the input get_next inside; "
                      "global_step advances by N per host call"),
