@@ -93,3 +93,13 @@ def test_check_refuses_a_huge_file_without_reading_it(tmp_path, capsys):
                       f"config = NPURunConfig(precision_mode='allow_mix_precision', modify_mixlist={str(sparse)!r})\n")
     status, out, err = run(["check", str(script)], capsys)
     assert status == 1 and "3221225472 bytes" in out and "Traceback" not in err
+
+
+def test_migrate_in_place_keeps_the_declared_encoding(tmp_path, capsys):
+    script = tmp_path / "latin.py"
+    script.write_bytes(b'# -*- coding: latin-1 -*-\nimport tensorflow as tf\nname = "\xe9"\n'
+                       b'c = tf.estimator.RunConfig(model_dir="m")\n')
+    status, _, err = run(["migrate", str(script), "--in-place"], capsys)
+    assert status == 0, err
+    data = script.read_bytes()
+    assert b"NPURunConfig" in data and b'"\xe9"' in data  # still latin-1, as its cookie says

@@ -32,7 +32,7 @@ def cmd_migrate(args) -> int:
         sys.stdout.write(migration.diff(args.script))
     elif args.in_place:
         if migration.changed:
-            with open(args.script, "w", encoding="utf-8") as handle:
+            with open(args.script, "w", encoding=migration.encoding) as handle:
                 handle.write(migration.migrated)
     else:
         sys.stdout.write(migration.migrated)

@@ -102,6 +102,7 @@ class Migration:
     changes: list = field(default_factory=list)
     not_migrated: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    encoding: str = "utf-8"  # the source file's (its coding cookie's), for writing it back
 
     @property
     def changed(self) -> bool:
@@ -482,8 +483,10 @@ def migrate_source(source: str) -> Migration:
 
 
 def migrate_file(path: str) -> Migration:
-    source, _ = read_script(path)
+    source, encoding = read_script(path)
     try:
-        return migrate_source(source)
+        migration = migrate_source(source)
+        migration.encoding = encoding
+        return migration
     except ScriptRefused as refused:  # name the file, not "the script"
         raise ScriptRefused(str(refused).replace("the script", path, 1)) from None
