@@ -31,7 +31,6 @@ local modules and gives the entry points.
 """
 from __future__ import annotations
 
-import ast
 import os
 from dataclasses import asdict
 
