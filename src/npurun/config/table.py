@@ -223,5 +223,5 @@ class Configurable:
                 for k, v in self._arguments.items()}
 
     def __repr__(self) -> str:
-        given = ", ".join(f"{k}={v!r}" for k, v in self._arguments.items())
+        given = ", ".join(f"{k}={bounded_repr(v, limit=500)}" for k, v in self._arguments.items())
         return f"{type(self).__name__}({given})"
