@@ -74,7 +74,7 @@ def build(factory, kwargs):
             return
     # What was accepted is what TensorFlow and the OS accept later: int64 integers, text without NUL.
     for name, value in kwargs.items():
-        kept = config.options[name] if hasattr(config, "options") and name in getattr(config, "OPTIONS", {}) else value
+        kept = config._values[name] if name in factory.OPTIONS else value
         if name in getattr(factory, "OPTIONS", {}) and factory.OPTIONS[name].validate.__qualname__.startswith("anything"):
             continue  # stored for migration tooling only, never used
         if isinstance(kept, int) and not isinstance(kept, bool):
