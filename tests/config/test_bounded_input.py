@@ -181,6 +181,14 @@ def test_every_integer_option_stays_within_int64(name):
             NPURunConfig(tf_random_seed=-2 ** 63 - 1)
 
 
+@pytest.mark.parametrize("name", ["save_checkpoints_secs", "keep_checkpoint_every_n_hours"])
+def test_number_options_are_finite_and_within_int64(name):
+    for bad in (float("inf"), 2 ** 63, 10 ** 400, 1e300):
+        with pytest.raises(OptionValueError, match=f"'{name}'.*finite"):
+            NPURunConfig(**{name: bad})
+    NPURunConfig(**{name: 2 ** 62})
+
+
 # ---- strings and paths -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("build, name", [

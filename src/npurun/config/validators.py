@@ -76,7 +76,8 @@ def integer(lo: Optional[int] = None, hi: Optional[int] = None, *, choices: Coll
 
 
 def number(gt: float = 0.0) -> Validator:
-    """An int or float (not a bool) strictly greater than `gt`."""
+    """An int or float (not a bool) strictly greater than `gt` and at most INT64_MAX (finite: TensorFlow's
+    timers add it to the time, and an int past a float's range cannot even be converted)."""
     allowed = f"a number > {gt:g}"
 
     def check(value):
@@ -84,6 +85,8 @@ def number(gt: float = 0.0) -> Validator:
             raise Reject(allowed, wrong_type=True)
         if not value > gt:  # also rejects NaN
             raise Reject(allowed)
+        if not value <= INT64_MAX:
+            raise Reject(f"{allowed}, finite and at most {INT64_MAX}")
         return value
 
     return check
