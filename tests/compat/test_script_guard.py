@@ -5,8 +5,8 @@ content of any file a script named)."""
 import pytest
 
 from npurun.cli import main
-from npurun.compat import script_guard
-from npurun.compat.migrate import migrate_source
+from npurun.tools import script_guard
+from npurun.tools.migrate import migrate_source
 
 
 def run(argv, capsys):
