@@ -219,9 +219,10 @@ DEVICE_LIST = st.lists(st.integers(0, 7), unique=True, min_size=1).map(tuple)
 
 ON_OFF = st.sampled_from(["on", "off"])
 PROFILING = st.fixed_dictionaries({}, optional={
-    "output": st.text(min_size=1, max_size=20),
-    "fp_point": st.text(max_size=10),
-    "bp_point": st.text(max_size=10),
+    # No NUL in any, and output is a path the file system can take (no lone surrogates).
+    "output": st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=20),
+    "fp_point": st.text(st.characters(blacklist_characters="\x00"), max_size=10),
+    "bp_point": st.text(st.characters(blacklist_characters="\x00"), max_size=10),
     "aic_metrics": st.sampled_from(p.AIC_METRICS),
     "storage_limit": st.integers(200, 4294967295).map(lambda n: f"{n}MB"),
     **{key: ON_OFF for key in ("training_trace", "task_trace", "aicpu", "l2", "hccl", "msproftx",
@@ -425,11 +426,12 @@ BAD_INPUTS = [
     ("fusion_switch", '{"Switch": {"GraphFusion": {"A": "yes"}}}', ["'yes'", '"on"', '"off"']),
     ("fusion_switch", '{"Switch": {"GraphFusion": {"A": true}}}', ["True", '"on"']),
     ("fusion_switch", '{"Switch": {"Other": {}}}', ["'Other'", "GraphFusion", "UBFusion"]),
-    ("fusion_switch", '{"Switches": {}}', ["'Switches'", "Switch"]),
+    # The file's own text is not quoted when it is not of the format (it may be any file: FormatError).
+    ("fusion_switch", '{"Switches": {}}', ["1 top-level key", "Switch"]),
     ("fusion_switch", '{"Switch": {"UBFusion": {"": "on"}}}', ["non-empty"]),
     ("fusion_switch", '{"Switch": {"UBFusion": []}}', ["UBFusion", "[]"]),
     ("fusion_switch", '{"Switch": ', ["not valid JSON", "line 1"]),
-    ("mixlist", '{"red-list": {}}', ["'red-list'", "black-list", "white-list", "gray-list"]),
+    ("mixlist", '{"red-list": {}}', ["1 top-level key", "black-list", "white-list", "gray-list"]),
     ("mixlist", '{"black-list": {"to-move": []}}', ["'to-move'", "to-add", "to-remove"]),
     ("mixlist", '{"black-list": {"to-add": "Cast"}}', ["'Cast'", "list"]),
     ("mixlist", '{"black-list": {"to-add": ["Cast", ""]}}', ["non-empty"]),
@@ -439,9 +441,9 @@ BAD_INPUTS = [
     ("mixlist", '{"black-list": {}} /* c */', ["not valid JSON"]),
     ("op_precision_ini", "", ["no 'OpType=mode'"]),
     ("op_precision_ini", "# only a comment\n", ["no 'OpType=mode'"]),
-    ("op_precision_ini", "A=high_precision\nB=fast\n", ["line 2", "'fast'", "high_performance"]),
+    ("op_precision_ini", "A=high_precision\nB=fast\n", ["line 2", "high_precision", "high_performance"]),
     ("op_precision_ini", "A=high_precision\n\nA=high_performance", ["line 3", "'A'", "line 1"]),
-    ("op_precision_ini", "A high_precision", ["line 1", "'A high_precision'"]),
+    ("op_precision_ini", "A high_precision", ["line 1", "'OpType=mode'"]),
     ("dump_step", "", ["step ''"]),
     ("dump_step", "5|3", ["'3'", "ascending"]),
     ("dump_step", "0-10|5", ["'5'", "overlap"]),

@@ -188,6 +188,17 @@ def test_a_session_whose_start_failed_is_collected_without_an_error(monkeypatch)
     assert not seen, [str(info.exc_value) for info in seen]
 
 
+@pytest.mark.parametrize("raw", ["\u00b2", "\u0663", "+1", "1_0", "9" * 30])
+def test_ascend_device_id_takes_ascii_digits_only(monkeypatch, raw):
+    from npurun.runtime.session_options import resolve_device_id
+
+    monkeypatch.setenv("ASCEND_DEVICE_ID", raw)
+    with pytest.raises(ValueError, match="environment variable ASCEND_DEVICE_ID.*ASCII digits"):
+        resolve_device_id({"session_device_id": None})
+    monkeypatch.setenv("ASCEND_DEVICE_ID", " 3 ")
+    assert resolve_device_id({"session_device_id": None}) == 3
+
+
 def test_op_wait_timeout_ends_a_blocked_op(make_config, model_dir):
     def blocked(features, labels, mode):
         queue = tf.queue.FIFOQueue(1, tf.float32)  # never filled: dequeue blocks

@@ -46,7 +46,7 @@ def _config_from_args(args):
     from ..config import sources
 
     layers = []
-    if args.config:
+    if args.config is not None:  # `--config ""` is an error, not "no file"
         layers.append(sources.load_file(args.config))
     layers.append(sources.parse_assignments(args.assignments))
     return sources.construct(sources.merge(*layers))

@@ -7,6 +7,7 @@ import textwrap
 from typing import Iterable
 
 from ..config import onednn as onednn_policy, xla_advice
+from ..config.errors import bounded_repr
 from ..config.options import OPTIONS
 from ..config.table import Configurable
 
@@ -16,7 +17,7 @@ def _show(value) -> str:
         return repr(value)
     if type(value).__name__ == "ConfigProto":
         return "ConfigProto(...)"
-    return repr(value)
+    return bounded_repr(value, limit=1000)  # a value of an any-value option may be a huge structure
 
 
 def _mechanism_here(name: str, option, value, onednn: bool, options=None) -> str:

@@ -81,16 +81,8 @@ def read_cluster(environ: Mapping[str, str] = os.environ) -> ClusterInfo:
     raw = environ.get("TF_CONFIG", "").strip()
     if not raw:
         return ClusterInfo(rank_id=rank_id)
-    try:
-        tf_config = json.loads(raw)
-    except ValueError as err:
-        raise ValueError(f"environment variable TF_CONFIG is not valid JSON: {err}") from None
-    if not isinstance(tf_config, dict):
-        raise ValueError("environment variable TF_CONFIG: expected a JSON object with 'cluster' and 'task'")
-    cluster_raw = tf_config.get("cluster") or {}
-    if not isinstance(cluster_raw, dict) or not all(isinstance(v, list) for v in cluster_raw.values()):
-        raise ValueError("environment variable TF_CONFIG: 'cluster' must map job names to lists of addresses")
-    cluster = {job: tuple(addresses) for job, addresses in cluster_raw.items()}
+    tf_config = _decode_tf_config(raw)
+    cluster = {job: tuple(addresses) for job, addresses in (tf_config.get("cluster") or {}).items()}
     task = tf_config.get("task") or {}
     task_type = task.get("type", "worker" if not cluster else None)
     task_id = task.get("index", 0)
@@ -109,3 +101,40 @@ def read_cluster(environ: Mapping[str, str] = os.environ) -> ClusterInfo:
             raise ValueError(f"environment variable TF_CONFIG: {task_id} is not a valid task_id for task_type "
                              f"{task_type} in the cluster_spec (out of range for job {task_type!r})")
     return ClusterInfo(cluster=cluster, task_type=task_type, task_id=task_id, rank_id=rank_id)
+
+
+TF_CONFIG_LIMIT = 1 << 20  # characters: a cluster of thousands of tasks is well under this
+
+
+def _decode_tf_config(raw: str) -> dict:
+    """TF_CONFIG's JSON with the shape read_cluster relies on, else one ValueError naming the variable:
+    an object whose 'cluster' maps job names to lists of address strings and whose 'task' is an object
+    with a string 'type' and an int 'index' (each optional)."""
+    from .errors import bounded_repr
+
+    where = "environment variable TF_CONFIG"
+    if len(raw) > TF_CONFIG_LIMIT:
+        raise ValueError(f"{where}: {len(raw)} characters; at most {TF_CONFIG_LIMIT}")
+    try:
+        tf_config = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"{where} is nested too deeply to be a cluster description") from None
+    except ValueError as err:
+        raise ValueError(f"{where} is not valid JSON: {err}") from None
+    if not isinstance(tf_config, dict):
+        raise ValueError(f"{where}: expected a JSON object with 'cluster' and 'task'")
+    cluster = tf_config.get("cluster")
+    cluster = {} if cluster is None else cluster
+    if not isinstance(cluster, dict) or not all(
+            isinstance(v, list) and all(isinstance(a, str) for a in v) for v in cluster.values()):
+        raise ValueError(f"{where}: 'cluster' must map job names to lists of addresses (strings)")
+    task = tf_config.get("task")
+    task = {} if task is None else task
+    if not isinstance(task, dict):
+        raise ValueError(f"{where}: 'task' must be an object with 'type' and 'index', got {bounded_repr(task)}")
+    if "type" in task and not isinstance(task["type"], str):
+        raise ValueError(f"{where}: the task 'type' must be a job name (a string), got {bounded_repr(task['type'])}")
+    index = task.get("index", 0)
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise ValueError(f"{where}: the task 'index' must be an int, got {bounded_repr(index)}")
+    return tf_config

@@ -14,7 +14,7 @@ _OPTIONS = (
            rule="True or False; True needs dump_path",
            doc="Dump the tensors of the selected ops at the selected steps.",
            mechanism="tensors written as .npy with a JSON-lines index under dump_path"),
-    Option("dump_path", None, text(), Kind.EFFECT, codec=Scalar("dump_path", "s"),
+    Option("dump_path", None, text(path=True), Kind.EFFECT, codec=Scalar("dump_path", "s"),
            rule="an existing, writable directory; required when dumping",
            doc="Where dumps are written.", mechanism="root of the dump files"),
     Option("dump_step", None, parsed(parsers.parse_dump_step, "steps like '0|5|10-20'"), Kind.EFFECT,

@@ -26,6 +26,11 @@ PRECISION_MODES = ("allow_fp32_to_fp16", "force_fp16", "force_fp32", "must_keep_
 MIXED_PRECISION_MODES = ("allow_mix_precision", "allow_mix_precision_fp16", "allow_mix_precision_bf16")
 IMPL_MODES = ("high_precision", "high_performance")
 MEMORY_LIMIT = 256 * 1024 ** 3  # 274877906944 bytes, the documented upper bound of each memory option
+# Seconds that become ConfigProto.operation_timeout_in_ms (an int64 of milliseconds).
+TIMEOUT_SECONDS_MAX = (2 ** 63 - 1) // 1000
+# The device loop counts its iterations in an int32 tf.while_loop counter, and its loss buffer has
+# iterations_per_loop + 1 slots.
+ITERATIONS_PER_LOOP_MAX = 2 ** 31 - 2
 
 
 def _b(key):
@@ -105,8 +110,8 @@ _OPTIONS = (
            mechanism="stored, not used: distribution is set with `distribute`"),
 
     # ---- added by NPURunConfig ----------------------------------------------------------------------
-    Option("iterations_per_loop", 1, integer(lo=1), EFFECT, nullable=False, codec=_i("iterations_per_loop"),
-           rule="an int >= 1; 1 with mix_compile_mode=True; the steps of each train() call must be a multiple",
+    Option("iterations_per_loop", 1, integer(lo=1, hi=ITERATIONS_PER_LOOP_MAX, why="the device loop's counter is an int32"), EFFECT, nullable=False, codec=_i("iterations_per_loop"),
+           rule="an int in [1, 2147483646]; 1 with mix_compile_mode=True; the steps of each train() call must be a multiple",
            doc="Training steps run per Session.run call (a device-side loop).",
            mechanism="the training step inside a tf.while_loop of N iterations with the input get_next inside; "
                      "global_step advances by N per host call"),
@@ -314,24 +319,24 @@ _OPTIONS = (
            rule="path of a JSON file editing black-list / white-list / gray-list; only with a mixed precision mode",
            doc="Edit the mixed-precision op lists.",
            mechanism="grappler auto mixed precision allow/deny/infer lists"),
-    Option("op_precision_mode", None, existing_file(parsers.parse_op_precision_ini, what="ini file"), EFFECT,
+    Option("op_precision_mode", None, existing_file(parsers.parse_op_precision_ini, what="op precision ini file"), EFFECT,
            codec=_s("op_precision_mode"),
            rule="path of an ini file of OpType=high_precision|high_performance; wins over op_select_implmode",
            doc="Per-op-type precision choice.",
            mechanism="high_precision op types stay fp32 under low-precision modes"),
     Option("device_type", "default", anything(), NOT_SUPPORTED, nullable=False, codec=_s("device_type"),
            rule="any value", doc="Not supported in the current version (product document).", mechanism="none"),
-    Option("hccl_timeout", None, integer(lo=1), EFFECT, codec=_i("hccl_timeout"),
+    Option("hccl_timeout", None, integer(lo=1, hi=TIMEOUT_SECONDS_MAX, why="its milliseconds must fit an int64"), EFFECT, codec=_i("hccl_timeout"),
            rule="an int of seconds > 0, or None",
            doc="Timeout of collective operations.",
            mechanism="run deadline of a collective rank's sessions (ConfigProto.operation_timeout_in_ms = "
                      "hccl_timeout x iterations_per_loop, unless op_wait_timeout is set): a dead peer is an "
                      "error after this long; not a per-op timeout, which costs TensorFlow 2 threads per op run"),
-    Option("op_wait_timeout", None, integer(lo=1), EFFECT, codec=_i("op_wait_timeout"),
+    Option("op_wait_timeout", None, integer(lo=1, hi=TIMEOUT_SECONDS_MAX, why="its milliseconds must fit an int64"), EFFECT, codec=_i("op_wait_timeout"),
            rule="an int of seconds > 0, or None",
            doc="Timeout for blocking operations.",
            mechanism="ConfigProto.operation_timeout_in_ms"),
-    Option("op_execute_timeout", None, integer(lo=1), NOT_SUPPORTED, codec=_i("op_execute_timeout"),
+    Option("op_execute_timeout", None, integer(lo=1, hi=TIMEOUT_SECONDS_MAX, why="its milliseconds must fit an int64"), NOT_SUPPORTED, codec=_i("op_execute_timeout"),
            rule="an int of seconds > 0, or None",
            doc="Not supported in the current version (product document).", mechanism="none"),
 )

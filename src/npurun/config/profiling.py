@@ -6,7 +6,7 @@ import warnings
 from types import MappingProxyType
 
 from . import parsers
-from .errors import OptionConflictError
+from .errors import OptionConflictError, OptionTypeError, OptionValueError
 from .table import Configurable, Kind, Option, Scalar
 from .validators import boolean, parsed
 
@@ -74,9 +74,10 @@ class ProfilingConfig(Configurable):
                 raise OptionConflictError(("enable_options", "profiling_options"), "give one of them: "
                                           "enable_options is the older adapters' list form of profiling_options",
                                           cls.OWNER)
-            if isinstance(enable_options, str) or not all(isinstance(n, str) for n in enable_options):
-                raise TypeError(f"{cls.OWNER} option 'enable_options': got {enable_options!r}; allowed: a list of "
-                                f"profiling switch names such as ['training_trace', 'task_trace']")
+            if not isinstance(enable_options, (list, tuple)) or len(enable_options) > 64 or \
+                    not all(isinstance(n, str) for n in enable_options):
+                raise OptionTypeError("enable_options", enable_options, "a list of profiling switch names such as "
+                                      "['training_trace', 'task_trace']", cls.OWNER)
             names = list(enable_options)
         elif parsers.is_legacy_profiling_list(profiling_options):
             names = profiling_options.split(":")
@@ -89,8 +90,9 @@ class ProfilingConfig(Configurable):
         try:
             options = parsers.legacy_profiling_options(names, extra)
         except ValueError as err:
-            raise ValueError(f"{cls.OWNER} option 'profiling_options': got {':'.join(names)!r}; allowed: a JSON "
-                             f"object string, or switch names joined by ':' ({err})") from None
+            raise OptionValueError("enable_options" if enable_options is not None else "profiling_options",
+                                   enable_options if enable_options is not None else profiling_options,
+                                   f"a JSON object string, or switch names joined by ':' ({err})", cls.OWNER) from None
         if enable_profiling is True:
             warnings.warn(f"{cls.OWNER}: profiling options in the older adapters' list form; profiles are written "
                           f"under ./{cls.LEGACY_OUTPUT} (give a JSON profiling_options with 'output' to choose)",

@@ -46,6 +46,13 @@ def loop_sinking(values: Values, cluster: ClusterInfo) -> list:
         raise OptionConflictError(("iterations_per_loop", "dynamic_graph_execute_mode"),
                                   f"dynamic_graph_execute_mode='lazy_recompile' needs iterations_per_loop=1 "
                                   f"(got {loop})")
+    timeout = values["hccl_timeout"]
+    if timeout is not None and values["op_wait_timeout"] is None and timeout * loop * 1000 > 2 ** 63 - 1:
+        # The run deadline of a collective rank is hccl_timeout x iterations_per_loop, in int64 milliseconds.
+        raise OptionConflictError(("hccl_timeout", "iterations_per_loop"),
+                                  f"hccl_timeout x iterations_per_loop seconds ({timeout} x {loop}) is the run deadline "
+                                  f"of a collective rank; in milliseconds it must fit an int64 "
+                                  f"(at most {(2 ** 63 - 1) // 1000} seconds)")
     warnings = []
     for name in ("save_summary_steps", "log_step_count_steps"):
         every = values[name]

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 from . import param_map
 from .cluster import ClusterInfo, read_cluster
+from .errors import bounded_repr
 from .options import OPTIONS
 from .rules import RULES
 from .table import Configurable, Kind
@@ -45,7 +46,7 @@ class NPURunConfig(Configurable):
             if name not in arguments:
                 values[name] = value
             elif not OPTIONS[name].is_default(value) and value != values[name]:
-                notes.append(f"{name}: keyword argument {values[name]!r} wins over {value!r} from the "
+                notes.append(f"{name}: keyword argument {bounded_repr(values[name])} wins over {bounded_repr(value)} from the "
                              f"session_config's NpuOptimizer entry")
         cluster = read_cluster()
         for rule in self.RULES:
@@ -128,12 +129,12 @@ def _kind_notes(values: Mapping[str, Any]) -> list:
             continue
         if option.kind is Kind.NOT_SUPPORTED:
             notes.append(f"option '{name}' is not supported in the current version (product document); "
-                         f"{value!r} is accepted and ignored")
+                         f"{bounded_repr(value)} is accepted and ignored")
         elif option.kind is Kind.NO_EFFECT:
             notes.append(f"option '{name}' has no effect on this machine: {option.mechanism}")
         elif option.pending:
             notes.append(f"option '{name}' is accepted, but npurun does not implement its effect yet "
-                         f"({option.mechanism}); {value!r} is ignored")
+                         f"({option.mechanism}); {bounded_repr(value)} is ignored")
     return notes
 
 

@@ -11,39 +11,120 @@ import os
 from typing import Any, Iterable, Mapping
 
 from .dump import DumpConfig
+from .errors import bounded_repr
 from .profiling import ProfilingConfig
 
 _NESTED = {"profiling_config": ProfilingConfig, "dump_config": DumpConfig}
 _NOT_IN_FILES = ("session_config", "distribute", "train_distribute", "eval_distribute")
 
 
+FILE_LIMIT = 1 << 20  # bytes: a config file holds a few dozen options
+
+
+def _paragraph(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _yaml_loader():
+    """A SafeLoader that reads numbers as YAML 1.2 does (`010` is 10, `1:30` is text, `0o10` is 8) and
+    refuses anchors and aliases (`&a`, `*a`): an option value never needs one, and a few nested
+    aliases expand to gigabytes. Built once, on first use (PyYAML is imported only then)."""
+    global _LOADER
+    if _LOADER is not None:
+        return _LOADER
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                raise yaml.composer.ComposerError(
+                    None, None, "YAML anchors and aliases (&name, *name) are not allowed in npurun config text",
+                    event.start_mark)
+            return super().compose_node(parent, index)
+
+        def construct_yaml_int(self, node):
+            text = self.construct_scalar(node)
+            if len(text) > 40:  # far past int64: every integer option refuses it; int() of 4300+ digits fails
+                raise yaml.constructor.ConstructorError(None, None, f"integer of {len(text)} digits is too large",
+                                                        node.start_mark)
+            if text.lstrip("+-").startswith(("0o", "0x")):
+                sign = -1 if text.startswith("-") else 1
+                digits = text.lstrip("+-")
+                return sign * int(digits[2:], 8 if digits[1] == "o" else 16)
+            return int(text, 10)
+
+    # Resolvers: SafeLoader's, with YAML 1.1's int and float forms (octal 010, sexagesimal 1:30,
+    # 1_000, 0b1) replaced by the YAML 1.2 core schema's.
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers
+                if tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    Loader.add_implicit_resolver("tag:yaml.org,2002:int",
+                                 re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), list("-+0123456789"))
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float",
+                                 re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                                            r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+0123456789."))
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+    _LOADER = Loader
+    return Loader
+
+
+_LOADER = None
+
+
+def yaml_load(text: str):
+    """`text` read as YAML by `_yaml_loader()`'s rules; yaml.YAMLError (or RecursionError) on bad text."""
+    import yaml
+
+    return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+
+
+def _read_text(path: str) -> str:
+    """The file's text, at most FILE_LIMIT bytes of UTF-8 (a FIFO or /dev/zero is not read forever)."""
+    where = f"config file {bounded_repr(path)}"
+    if path == "":
+        raise ValueError("config file '': the path is empty (give --config a JSON or YAML file)")
+    if "\x00" in path:
+        raise ValueError(f"{where}: the path holds a NUL character")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(FILE_LIMIT + 1)
+    except OSError as err:
+        raise ValueError(f"{where}: {err.strerror or err}") from None
+    if len(data) > FILE_LIMIT:
+        raise ValueError(f"{where}: larger than {FILE_LIMIT} bytes; a config file holds a few options")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{where}: not UTF-8 text (byte {err.start})") from None
+
+
 def load_file(path: str) -> dict:
     """Options from a JSON or YAML file holding one mapping of option names to values.
 
     `profiling_config` and `dump_config` may be mappings of their own arguments. Raises ValueError
-    naming the file for anything that is not such a mapping.
+    naming the file for anything that is not such a mapping, in one paragraph. The file is at most
+    FILE_LIMIT bytes; YAML is read with YAML 1.2's numbers and without anchors or aliases.
     """
+    text = _read_text(path)
+    where = f"config file {bounded_repr(path)}"
+    is_json = os.path.splitext(path)[1].lower() == ".json"
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as err:
-        raise ValueError(f"config file {path!r}: {err.strerror}") from None
-    try:
-        if os.path.splitext(path)[1].lower() == ".json":
-            data = json.loads(text)
-        else:
-            import yaml  # JSON is YAML too; imported here so `import npurun` stays light
-
-            data = yaml.safe_load(text)
-    except ValueError as err:
-        raise ValueError(f"config file {path!r}: not valid JSON: {err}") from None
-    except Exception as err:  # yaml.YAMLError and friends
-        raise ValueError(f"config file {path!r}: not valid YAML: {err}") from None
+        data = json.loads(text) if is_json else yaml_load(text)
+    except RecursionError:
+        raise ValueError(f"{where}: nested too deeply to be read") from None
+    except ValueError as err:  # json.JSONDecodeError
+        raise ValueError(f"{where}: not valid JSON: {_paragraph(err)}") from None
+    except Exception as err:  # noqa: BLE001 - yaml.YAMLError and friends
+        raise ValueError(f"{where}: not valid YAML: {_paragraph(err)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
-        raise ValueError(f"config file {path!r}: expected a mapping of option names to values")
-    return build_nested(data, source=f"config file {path!r}")
+        raise ValueError(f"{where}: expected a mapping of option names to values")
+    return build_nested(data, source=where)
 
 
 def parse_assignments(assignments: Iterable[str]) -> dict:
@@ -61,10 +142,10 @@ def parse_assignments(assignments: Iterable[str]) -> dict:
         name, sep, raw = item.partition("=")
         name = name.strip()
         if not sep or not name:
-            raise ValueError(f"--set {item!r}: expected name=value")
+            raise ValueError(f"--set {bounded_repr(item)}: expected name=value")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
+            value = yaml_load(raw) if raw.strip() else ""
+        except (yaml.YAMLError, RecursionError):
             value = raw
         if isinstance(value, (dict, list)):
             value = raw  # flow-style text such as "[1,2]" stays text
@@ -73,7 +154,7 @@ def parse_assignments(assignments: Iterable[str]) -> dict:
         if dot:
             options.setdefault(outer, {})
             if not isinstance(options[outer], dict):
-                raise ValueError(f"--set {item!r}: {outer} was already set to a value")
+                raise ValueError(f"--set {bounded_repr(item)}: {bounded_repr(outer)} was already set to a value")
             options[outer][inner] = value
         else:
             options[name] = value

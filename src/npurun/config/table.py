@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
-from .errors import OptionTypeError, OptionValueError
+from .errors import OptionTypeError, OptionValueError, bounded_repr
 from .validators import Reject, Validator
 
 # A parameter map in plain Python: key -> (AttrValue field, value), field one of "b", "i", "s", "f".
@@ -168,8 +168,8 @@ class Nested:
 
 def _with_suggestion(name: str, known) -> str:
     """'name' (did you mean 'closest'?) when an accepted name is close to it."""
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.7)
-    return f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.7) if len(name) <= 100 else []
+    return f"{bounded_repr(name)} (did you mean {close[0]!r}?)" if close else bounded_repr(name)
 
 
 class Configurable:
@@ -223,5 +223,5 @@ class Configurable:
                 for k, v in self._arguments.items()}
 
     def __repr__(self) -> str:
-        given = ", ".join(f"{k}={v!r}" for k, v in self._arguments.items())
+        given = ", ".join(f"{k}={bounded_repr(v, limit=500)}" for k, v in self._arguments.items())
         return f"{type(self).__name__}({given})"

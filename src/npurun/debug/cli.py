@@ -41,8 +41,14 @@ def _slot(record: dict) -> str:
     return f"{record['io']}:{record['slot']}"
 
 
+def _damaged(command: str, error: Exception) -> int:
+    """A dump that cannot be read (a damaged index, a tensor file outside it): one paragraph, status 1."""
+    sys.stderr.write(f"npurun dump {command}: {' '.join(str(error).split())}\n")
+    return 1
+
+
 def cmd_ls(args, out=None) -> int:
-    from .dump_files import dump_dirs, open_dump
+    from .dump_files import DumpError, dump_dirs, open_dump
 
     out = out or sys.stdout
     try:
@@ -54,7 +60,10 @@ def cmd_ls(args, out=None) -> int:
         sys.stderr.write(f"npurun dump ls: {args.path}: no dump here\n")
         return 2
     for path in found:
-        dump = open_dump(path)
+        try:
+            dump = open_dump(path)
+        except DumpError as error:
+            return _damaged("ls", error)
         out.write(f"{dump.path}: {len(dump.records)} tensor(s)\n")
         _table([[r.get("kind"), r.get("step"), r["op"], r.get("type"), _slot(r), r.get("shape"), r.get("dtype"),
                  r.get("file")] for r in dump.records],
@@ -63,7 +72,7 @@ def cmd_ls(args, out=None) -> int:
 
 
 def cmd_show(args, out=None) -> int:
-    from .dump_files import open_dump
+    from .dump_files import DumpError, open_dump
 
     out = out or sys.stdout
     try:
@@ -71,6 +80,8 @@ def cmd_show(args, out=None) -> int:
     except FileNotFoundError as error:
         sys.stderr.write(f"npurun dump show: {error}\n")
         return 2
+    except DumpError as error:
+        return _damaged("show", error)
     records = [r for r in dump.records
                if (args.op is None or r["op"] == args.op) and (args.step is None or r.get("step") == args.step)]
     if not records:
@@ -94,7 +105,7 @@ def _dtypes(comparison) -> str:
 
 def cmd_compare(args, out=None) -> int:
     from .compare import FAILING, compare_dumps, first_failure
-    from .dump_files import open_dump
+    from .dump_files import DumpError, open_dump
 
     out = out or sys.stdout
     try:
@@ -102,7 +113,12 @@ def cmd_compare(args, out=None) -> int:
     except FileNotFoundError as error:
         sys.stderr.write(f"npurun dump compare: {error}\n")
         return 2
-    results = compare_dumps(a, b, rtol=args.rtol, atol=args.atol)
+    except DumpError as error:
+        return _damaged("compare", error)
+    try:
+        results = compare_dumps(a, b, rtol=args.rtol, atol=args.atol)
+    except DumpError as error:
+        return _damaged("compare", error)
     compared = [c for c in results if c.status not in ("only_a", "only_b")]
     if not compared:
         sys.stderr.write("npurun dump compare: the dumps share no tensor (compare needs dump_data='tensor' "

@@ -107,6 +107,11 @@ class DumpWriter:
 
 # --------------------------------------------------------------------------- reading
 
+class DumpError(ValueError):
+    """A dump directory that cannot be read as one: a damaged index, a record whose `file` points
+    outside the directory, a tensor file that is not a .npy. The message names the file and line."""
+
+
 @dataclass(frozen=True)
 class Dump:
     """One dump directory and its index records, in the order they were written."""
@@ -114,10 +119,38 @@ class Dump:
     records: tuple
 
     def load(self, record: dict) -> np.ndarray:
-        """The tensor of `record` (raises ValueError when only statistics were dumped)."""
+        """The tensor of `record` (raises ValueError when only statistics were dumped, DumpError when its
+        file is not a .npy inside this dump directory)."""
         if not record.get("file"):
             raise ValueError(f"{record['op']} {record['io']}:{record['slot']} was dumped as statistics only")
-        return np.load(os.path.join(self.path, record["file"]), allow_pickle=False)
+        path = tensor_path(self.path, record["file"])
+        try:
+            return np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as error:
+            raise DumpError(f"{path}: not a readable .npy tensor file ({' '.join(str(error).split())})") from None
+
+
+def tensor_path(dump_dir: str, relative: str, where: str | None = None) -> str:
+    """`relative` (an index record's `file`) inside `dump_dir`, or DumpError: an index names files
+    relative to its own directory (see the layout rules), so an absolute path, a `..` component or a
+    symbolic link leading out of the directory is refused rather than read."""
+    where = where or os.path.join(dump_dir, INDEX_NAME)
+    if not isinstance(relative, str) or not relative or "\x00" in relative or os.path.isabs(relative) or \
+            any(part == ".." for part in relative.replace("\\", "/").split("/")):
+        raise DumpError(f"{where}: record file {_shown(relative)} is not a path inside the dump directory "
+                        f"(index files are relative to it; absolute paths and '..' are refused)")
+    root = os.path.realpath(dump_dir)
+    target = os.path.realpath(os.path.join(root, relative))
+    if not target.startswith(root + os.sep):
+        raise DumpError(f"{where}: record file {_shown(relative)} leads outside the dump directory "
+                        f"(through a symbolic link); refused")
+    return target
+
+
+def _shown(value) -> str:
+    from ..config.errors import bounded_repr
+
+    return bounded_repr(value, limit=100)
 
 
 def is_dump_dir(path: str) -> bool:
@@ -134,14 +167,63 @@ def dump_dirs(path: str) -> list[str]:
                   if is_dump_dir(os.path.join(path, name)))
 
 
+# Index record fields the readers use: name -> (accepted types, may be null). Others are kept as given.
+_INT = (int,)
+_NUMBER = (int, float)
+_RECORD_FIELDS = {"op": ((str,), False), "io": ((str,), False), "slot": (_INT, False), "kind": ((str,), True),
+                  "step": (_INT, True), "type": ((str,), True), "tensor": ((str,), True), "shape": ((list,), True),
+                  "dtype": ((str,), True), "file": ((str,), True), "stats": ((dict,), True),
+                  "order": (_INT, True), "last_step": (_INT, True)}
+
+
+def check_record(record, where: str) -> dict:
+    """`record` when it is an index record the readers can use (see the layout rules), else DumpError."""
+    if not isinstance(record, dict):
+        raise DumpError(f"{where}: expected a JSON object (an index record), got a JSON {_json_type(record)}")
+    for name, (types, nullable) in _RECORD_FIELDS.items():
+        if name not in record:
+            if nullable:
+                continue
+            raise DumpError(f"{where}: the record has no {name!r}")
+        value = record[name]
+        if value is None and nullable:
+            continue
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise DumpError(f"{where}: record field {name!r} is {_shown(value)}; expected "
+                            f"{' or '.join(t.__name__ for t in types)}{' or null' if nullable else ''}")
+    shape, stats = record.get("shape"), record.get("stats")
+    if shape is not None and not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        raise DumpError(f"{where}: record field 'shape' is {_shown(shape)}; expected a list of ints")
+    if stats is not None and not all(v is None or (isinstance(v, _NUMBER) and not isinstance(v, bool))
+                                     for v in stats.values()):
+        raise DumpError(f"{where}: record field 'stats' holds a value that is not a number")
+    return record
+
+
+def _json_type(value) -> str:
+    return {list: "array", str: "string", int: "number", float: "number", bool: "boolean",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
 def read_records(path: str) -> Iterator[dict]:
-    with open(os.path.join(path, INDEX_NAME), encoding="utf-8") as index:
-        for number, line in enumerate(index, 1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise ValueError(f"{path}/{INDEX_NAME} line {number}: not JSON ({error})") from None
+    index_path = os.path.join(path, INDEX_NAME)
+    try:
+        with open(index_path, encoding="utf-8") as index:
+            for number, line in enumerate(index, 1):
+                if line.strip():
+                    where = f"{index_path} line {number}"
+                    try:
+                        record = json.loads(line)
+                    except RecursionError:
+                        raise DumpError(f"{where}: nested too deeply to be an index record") from None
+                    except json.JSONDecodeError as error:
+                        raise DumpError(f"{where}: not JSON ({error})") from None
+                    record = check_record(record, where)
+                    if record.get("file") is not None:
+                        tensor_path(path, record["file"], where)  # refused here already: ls and show list it
+                    yield record
+    except UnicodeDecodeError as error:
+        raise DumpError(f"{index_path}: not UTF-8 text (byte {error.start}); not a dump index") from None
 
 
 def _written_at(path: str) -> tuple:
@@ -151,7 +233,7 @@ def _written_at(path: str) -> tuple:
 
 def open_dump(path: str) -> Dump:
     """The dump at `path` (a dump directory, or a root holding exactly one, else the newest: the one
-    whose index was written last)."""
+    whose index was written last). A damaged index is a DumpError naming its file and line."""
     found = dump_dirs(path)
     if not found:
         raise FileNotFoundError(f"{path}: no dump here (no {INDEX_NAME} in it or its subdirectories)")

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 
 from .. import logs
+from ..config.errors import bounded_repr
 from .plan import Options, SessionPlan
 
 
@@ -21,8 +23,10 @@ def resolve_device_id(options: Options) -> int | None:
     raw = os.environ.get("ASCEND_DEVICE_ID", "").strip()
     if not raw:
         return None
-    if not raw.isdigit():
-        raise ValueError(f"environment variable ASCEND_DEVICE_ID: got {raw!r}; allowed: an int >= 0")
+    # ASCII digits only (str.isdigit() takes "²", which int() refuses, and "٣", which it reads as 3).
+    if not re.fullmatch(r"[0-9]{1,18}", raw):
+        raise ValueError(f"environment variable ASCEND_DEVICE_ID: got {bounded_repr(raw)}; allowed: an int >= 0 "
+                         f"(ASCII digits)")
     return int(raw)
 
 

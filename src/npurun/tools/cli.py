@@ -15,20 +15,24 @@ def cmd_run(args) -> int:
 
 def cmd_migrate(args) -> int:
     from .migrate import migrate_file
+    from .script_guard import ScriptRefused
 
     try:
         migration = migrate_file(args.script)
     except OSError as error:
         print(f"npurun migrate: {error}", file=sys.stderr)
         return 2
-    except Exception as error:  # libcst's parser errors
-        print(f"npurun migrate: cannot parse {args.script}: {error}", file=sys.stderr)
+    except ScriptRefused as error:
+        print(f"npurun migrate: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # noqa: BLE001 - libcst's parser errors
+        print(f"npurun migrate: cannot parse {args.script}: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
     if args.diff:
         sys.stdout.write(migration.diff(args.script))
     elif args.in_place:
         if migration.changed:
-            with open(args.script, "w", encoding="utf-8") as handle:
+            with open(args.script, "w", encoding=migration.encoding) as handle:
                 handle.write(migration.migrated)
     else:
         sys.stdout.write(migration.migrated)
@@ -40,10 +44,12 @@ def cmd_check(args) -> int:
     from .check import check_file
     from .check.report import render_json, render_text
 
+    from .script_guard import ScriptRefused
+
     try:
         findings = check_file(args.script)
-    except (OSError, SyntaxError) as error:
-        print(f"npurun check: {error}", file=sys.stderr)
+    except (OSError, SyntaxError, ScriptRefused) as error:
+        print(f"npurun check: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
     render = render_json if args.format == "json" else render_text
     print(render(findings, args.script))

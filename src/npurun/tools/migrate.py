@@ -49,8 +49,9 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..config import OPTIONS
 from ..names.coverage import Unsupported
-from ..tf_estimator.table import TF_ESTIMATOR
 from ..tf_estimator import TF_RUN_CONFIG_PARAMETERS
+from ..tf_estimator.table import TF_ESTIMATOR
+from .script_guard import ScriptRefused, parse_within_limits, read_script
 
 ESTIMATOR_MODULES = ("tensorflow.estimator", "tensorflow.compat.v1.estimator", "tensorflow.compat.v2.estimator")
 # tf.estimator name -> (module to import from, name)
@@ -102,6 +103,7 @@ class Migration:
     changes: list = field(default_factory=list)
     not_migrated: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    encoding: str = "utf-8"  # the source file's (its coding cookie's), for writing it back
 
     @property
     def changed(self) -> bool:
@@ -468,6 +470,7 @@ def _realign(original_node, updated_node):
 
 def migrate_source(source: str) -> Migration:
     """Migrate one script's source text (see the module docstring)."""
+    parse_within_limits(source, "the script")  # before libcst, which crashes on deep nesting
     context = CodemodContext()
     command = NpuMigration(context)
     module = cst.parse_module(source)
@@ -481,5 +484,10 @@ def migrate_source(source: str) -> Migration:
 
 
 def migrate_file(path: str) -> Migration:
-    with open(path, encoding="utf-8") as handle:
-        return migrate_source(handle.read())
+    source, encoding = read_script(path)
+    try:
+        migration = migrate_source(source)
+        migration.encoding = encoding
+        return migration
+    except ScriptRefused as refused:  # name the file, not "the script"
+        raise ScriptRefused(str(refused).replace("the script", path, 1)) from None

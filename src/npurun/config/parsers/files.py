@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from ._common import _q, _require_text
+from ._common import FormatError, _q, _require_text, path_problem
 
 
 # --------------------------------------------------------------------------- JSON helpers
@@ -23,18 +23,31 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def _load_json_object(text: str, what: str) -> dict[str, Any]:
-    """Rule: the text is JSON whose top level is an object; errors say where parsing stopped."""
+def _load_json_object(text: str, what: str, *, file: bool = False) -> dict[str, Any]:
+    """Rule: the text is JSON whose top level is an object; errors say where parsing stopped.
+
+    For a `file`'s text the errors are `FormatError`s that do not quote it (see FormatError)."""
     try:
         data = json.loads(_require_text(text), object_pairs_hook=_reject_duplicate_keys)
     except json.JSONDecodeError as err:
-        raise ValueError(f"{what} is not valid JSON: {err.msg} at line {err.lineno} column "
-                         f"{err.colno}, near {_q(err.doc[err.pos:err.pos + 30])}") from None
+        where = f"{err.msg} at line {err.lineno} column {err.colno}"
+        if file:
+            raise FormatError(f"{what} is not valid JSON: {where}") from None
+        raise ValueError(f"{what} is not valid JSON: {where}, near {_q(err.doc[err.pos:err.pos + 30])}") from None
     except RecursionError:
-        raise ValueError(f"{what} is nested too deeply to be read") from None
+        raise (FormatError if file else ValueError)(f"{what} is nested too deeply to be read") from None
     if not isinstance(data, dict):
+        if file:
+            raise FormatError(f"{what} must be a JSON object {{...}}, got a JSON {type(data).__name__}")
         raise ValueError(f"{what} must be a JSON object {{...}}, got {_q(data)}")
     return data
+
+
+def _check_top_keys(obj: dict[str, Any], allowed: Collection[str], what: str) -> None:
+    """Rule: a file's top-level keys are all `allowed`; else it is not such a file (not quoted)."""
+    unknown = sum(key not in allowed for key in obj)
+    if unknown:
+        raise FormatError(f"{what}: {unknown} top-level key(s) not one of {', '.join(allowed)}")
 
 
 def _check_keys(obj: dict[str, Any], allowed: Collection[str], where: str) -> None:
@@ -90,8 +103,8 @@ class FusionSwitch:
 
 def parse_fusion_switch(text: str) -> FusionSwitch:
     """`{"Switch": {"GraphFusion": {name: "on"|"off"}, "UBFusion": {...}}}`; groups optional."""
-    data = _load_json_object(text, "fusion switch file")
-    _check_keys(data, ("Switch",), "the top level")
+    data = _load_json_object(text, "fusion switch file", file=True)
+    _check_top_keys(data, ("Switch",), "fusion switch file")
     if "Switch" not in data or not isinstance(data["Switch"], dict):
         raise ValueError('expected {"Switch": {"GraphFusion": {...}, "UBFusion": {...}}}')
     groups = data["Switch"]
@@ -102,7 +115,7 @@ def parse_fusion_switch(text: str) -> FusionSwitch:
             raise ValueError(f"{group} must be an object of pass name -> \"on\"/\"off\", "
                              f"got {_q(passes)}")
         fields[FUSION_GROUPS[group]] = tuple(
-            (name, _on_off(state, f"{group} pass {name!r}")) for name, state in passes.items())
+            (name, _on_off(state, f"{group} pass {_q(name)}")) for name, state in passes.items())
     return FusionSwitch(**fields)
 
 
@@ -184,8 +197,8 @@ def parse_mixlist(text: str) -> MixListEdits:
     """`{"black-list": {"to-add": [...], "to-remove": [...]}, "white-list": ..., "gray-list": ...}`.
 
     Lists and actions are optional; `//` line comments are allowed."""
-    data = _load_json_object(_strip_line_comments(_require_text(text)), "mixlist file")
-    _check_keys(data, tuple(MIX_LISTS), "the top level")
+    data = _load_json_object(_strip_line_comments(_require_text(text)), "mixlist file", file=True)
+    _check_top_keys(data, tuple(MIX_LISTS), "mixlist file")
     fields = {}
     for list_name, actions in data.items():
         if not isinstance(actions, dict):
@@ -227,12 +240,11 @@ def parse_op_precision_ini(text: str) -> tuple[tuple[str, str], ...]:
         if not line or line[0] in "#;" or re.fullmatch(r"\[[^\]]*\]", line):
             continue
         op, sep, mode = (part.strip() for part in line.partition("="))
+        # Not quoted (FormatError): a line of another kind of file may be anything.
         if not sep or not _OP_TYPE.fullmatch(op):
-            raise ValueError(f"line {number}: {_q(line)} is not 'OpType=mode' "
-                             "(e.g. 'AvgPoolV2=high_precision')")
+            raise FormatError(f"line {number} is not 'OpType=mode' (e.g. 'AvgPoolV2=high_precision')")
         if mode not in OP_PRECISION_MODES:
-            raise ValueError(f"line {number}: mode {_q(mode)} for {op} is not allowed; "
-                             f"allowed: {', '.join(OP_PRECISION_MODES)}")
+            raise FormatError(f"line {number}: the mode after '=' is not one of {', '.join(OP_PRECISION_MODES)}")
         if op in entries:
             raise ValueError(f"line {number}: op type {_q(op)} is already set "
                              f"on line {entries[op][1]}")
@@ -261,6 +273,17 @@ def _check_string(key: str, value: object, non_empty: bool = False) -> str:
     if not isinstance(value, str) or (non_empty and not value):
         raise ValueError(f"value {_q(value)} for {key!r} is not allowed; allowed: a "
                          f"{'non-empty ' if non_empty else ''}string")
+    if "\x00" in value:
+        raise ValueError(f"value {_q(value)} for {key!r} is not allowed: it holds a NUL character")
+    return value
+
+
+def _check_output(key: str, value: object) -> str:
+    """Rule: `output` is a non-empty string the file system can take as a directory path."""
+    _check_string(key, value, non_empty=True)
+    problem = path_problem(value)
+    if problem is not None:
+        raise ValueError(f"value {_q(value)} for {key!r} is not a usable directory path: {problem}")
     return value
 
 
@@ -285,7 +308,7 @@ def _check_storage_limit(key: str, value: object) -> str:
 
 
 _PROFILING_CHECKS: dict[str, Callable[[str, object], str]] = {
-    "output": lambda key, value: _check_string(key, value, non_empty=True),
+    "output": _check_output,
     "fp_point": _check_string,
     "bp_point": _check_string,
     "aic_metrics": _check_choice(AIC_METRICS),

@@ -31,10 +31,10 @@ local modules and gives the entry points.
 """
 from __future__ import annotations
 
-import ast
 import os
 from dataclasses import asdict
 
+from ..script_guard import ScriptRefused, parse_within_limits, read_script
 from .report import Finding, render_json, render_text  # noqa: F401 - the report, also reached from here
 from .scanner import ModuleScanner
 
@@ -67,13 +67,12 @@ class _Project:
         scanner = self.scanners[path] = ModuleScanner(self, path)  # registered first: import cycles end here
         if source is None:
             try:
-                with open(path, encoding="utf-8") as handle:
-                    source = handle.read()
-            except (OSError, UnicodeDecodeError):
+                source, _ = read_script(path)
+            except (OSError, ScriptRefused):
                 return scanner
         try:
-            tree = ast.parse(source, filename=path)
-        except SyntaxError:
+            tree = parse_within_limits(source, path)
+        except (SyntaxError, ScriptRefused):
             if path == self.script:
                 raise
             return scanner
@@ -104,5 +103,6 @@ def check_source(source: str, filename: str = "<script>") -> list:
 
 
 def check_file(path: str) -> list:
-    with open(path, encoding="utf-8") as handle:
-        return check_source(handle.read(), path)
+    """The findings for the script at `path` (see `check_source`); ScriptRefused when it is past
+    `script_guard`'s limits or not decodable."""
+    return check_source(read_script(path)[0], path)
