@@ -119,6 +119,11 @@ checkpoint interval, saves every 600 seconds; `NPURunConfig` defaults to `save_s
 checkpoint every 100 steps. `npurun run` keeps tf.estimator's defaults for `tf.estimator.RunConfig`;
 `migrate` keeps the arguments as written.
 
+Both `migrate` and `check` read a script as Python does (its coding cookie, else UTF-8) and refuse,
+with one sentence and exit status 2, a script larger than 1 MiB or nested more than 100 levels deep
+(measured with Python's own `ast` first: libcst crashed the interpreter on `x = 1+1+...` of 8000
+terms); `migrate --in-place` writes the script back in its own encoding.
+
 ## `npurun check`
 
 ```bash
@@ -133,7 +138,8 @@ checked in a fraction of a second. It lists, with file and line numbers:
 - every `NPURunConfig(...)` / `tf.estimator.RunConfig(...)` keyword: the option's status here
   (`effect`, `effect (GPU only)`, `accepted, no effect here`, `not supported`, `not implemented yet`)
   and mechanism, from `npurun.config.OPTIONS`; literal values are validated as NPURunConfig validates
-  them;
+  them (a file an option names is read up to 1 MiB, and its content is quoted only when it is of the
+  option's format, so a script naming `/etc/shadow` never gets it printed);
 - every `parameter_map["key"].<field> = value` entry of a hand-written `NpuOptimizer` ConfigProto: the
   option it sets (field and literal value checked), or that NPURunConfig ignores it;
 - every adapter name used (including those brought in by `from npu_bridge.npu_init import *`, also
