@@ -92,7 +92,7 @@ def test_torchrun_and_open_mpi():
 
 
 @pytest.mark.parametrize("env, message", [
-    ({"RANK": "0"}, "WORLD_SIZE is not set"),
+    ({"RANK": "0"}, "RANK is set but WORLD_SIZE is not"),
     ({"RANK": "2", "WORLD_SIZE": "2"}, "RANK=2 is out of range"),
     ({"RANK": "٣", "WORLD_SIZE": "4"}, "RANK: got '٣'"),
     ({"RANK": "2", "WORLD_SIZE": "4", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2"}, "set NPURUN_HOSTS"),
@@ -100,7 +100,7 @@ def test_torchrun_and_open_mpi():
      "NPURUN_HOSTS: got 'a'"),
     ({"RANK": "1", "WORLD_SIZE": "3", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}, "not a multiple"),
     ({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}, "LOCAL_WORLD_SIZE is not set"),
-    ({"OMPI_COMM_WORLD_RANK": "0"}, "OMPI_COMM_WORLD_SIZE is not set"),
+    ({"OMPI_COMM_WORLD_RANK": "0"}, "OMPI_COMM_WORLD_SIZE is not"),
 ])
 def test_bad_torchrun_and_mpi_environments(env, message):
     with pytest.raises(RankConfigError, match=message):

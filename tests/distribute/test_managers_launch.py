@@ -39,16 +39,19 @@ def test_torchrun_environment_launches_two_ranks(out):
     check(out, run_ranks("manager_train.py", 2, out, extra=extra, tf_config=False, timeout=90))
 
 
-def test_a_rank_that_does_not_see_the_chiefs_model_dir_is_refused(out):
-    """Each rank given its own model_dir (as with a local disk per host): rank 1 stops within the
-    start-up timeout saying that a shared model_dir is required for resume."""
+def test_resuming_without_a_shared_model_dir_is_refused(out):
+    """Each rank has its own model_dir (as with a local disk per host) and the chief's holds a checkpoint:
+    the chief stops within the start-up timeout, before restoring, saying a shared model_dir is required
+    for resume. (A first run with a model_dir per rank is not refused: test_target.py trains that way.)"""
     from .conftest import Ranks
 
-    ranks = Ranks("estimator_no_tf_config.py", 2, out,
-                  extra={"all": {"NPURUN_CHECK_SHARED_MODEL_DIR": "1", "HCCL_CONNECT_TIMEOUT": "6"}})
+    (out / "model0").mkdir()
+    (out / "model0" / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-6"\n')
+    ranks = Ranks("estimator_no_tf_config.py", 2, out, extra={"all": {"HCCL_CONNECT_TIMEOUT": "6"}})
     results = ranks.wait(90)
-    assert results[1].returncode != 0
-    assert "SharedModelDirError" in results[1].stderr and "shared model_dir" in results[1].stderr
-    assert "is required for resume" in results[1].stderr and str(out / "model1") in results[1].stderr
-    assert results[0].returncode != 0  # the chief's start-up then fails: rank 1 never joins
-    assert not [n for n in os.listdir(out / "model1" / ".npurun_shared")]  # its token was removed
+    chief = results[0]
+    assert chief.returncode != 0
+    assert "SharedModelDirError: rank 0 of 2 (the chief) resumes from the checkpoint in model_dir" in chief.stderr
+    assert "rank 1 did not show up in it" in chief.stderr and "is required for resume" in chief.stderr
+    assert results[1].returncode != 0  # its start-up then fails: the chief is gone
+    assert [n for n in os.listdir(out / "model1" / ".npurun_shared") if n.startswith("rank1.")]

@@ -171,9 +171,9 @@ def read_manager(environ: Mapping[str, str]) -> Optional[ManagerRanks]:
 def _generic(environ, manager, rank_var, size_var, local_var, local_size_var, node_var) -> ManagerRanks:
     rank, size = env_int(environ, rank_var), env_int(environ, size_var, 1)
     if rank is None or size is None:
-        missing = rank_var if rank is None else size_var
-        raise ClusterEnvError(f"{manager}: environment variable {missing} is not set (it sets "
-                              f"{size_var if rank is None else rank_var}); both are needed")
+        missing, present = (rank_var, size_var) if rank is None else (size_var, rank_var)
+        raise ClusterEnvError(f"{manager}: environment variable {present} is set but {missing} is not; "
+                              f"both are needed")
     if rank >= size:
         raise ClusterEnvError(f"{manager}: {rank_var}={rank} is out of range for {size_var}={size}")
     local = env_int(environ, local_var)

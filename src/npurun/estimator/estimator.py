@@ -27,7 +27,7 @@ _HOOKS_WORDING = "Hooks must be a SessionRunHook, given:"  # tf.estimator's word
 
 
 def _check_shared_model_dir(model_dir) -> None:
-    """Distributed training: every rank must see the chief's model_dir (distribute/shared_dir.py)."""
+    """Distributed training: when the chief resumes, every rank must share its model_dir (distribute/shared_dir.py)."""
     from ..distribute import cluster as distribute_cluster, settings as distribute_settings, shared_dir
 
     layout = distribute_cluster.read_layout()

@@ -10,10 +10,6 @@ import json
 import os
 import sys
 
-# Each rank has its own model_dir here, to show that only the chief writes checkpoints; the check that
-# every rank sees the chief's model_dir (distribute/shared_dir.py, tested on its own) is off unless asked.
-os.environ.setdefault("NPURUN_CHECK_SHARED_MODEL_DIR", "0")
-
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402

@@ -7,10 +7,6 @@ for every element it reads. A hook records the batches each rank trained on.
 import os
 import sys
 
-# Each rank has its own model_dir here, to show that only the chief writes checkpoints; the check that
-# every rank sees the chief's model_dir (distribute/shared_dir.py, tested on its own) is off unless asked.
-os.environ.setdefault("NPURUN_CHECK_SHARED_MODEL_DIR", "0")
-
 from common import OUT, RANK, tf, write
 
 from npurun import NPURunConfig

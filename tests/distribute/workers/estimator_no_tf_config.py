@@ -2,10 +2,6 @@
 NPUDistributedOptimizer from different initialisations; writes the final weights and checkpoints."""
 import os
 
-# Each rank has its own model_dir here, to show that only the chief writes checkpoints; the check that
-# every rank sees the chief's model_dir (distribute/shared_dir.py, tested on its own) is off unless asked.
-os.environ.setdefault("NPURUN_CHECK_SHARED_MODEL_DIR", "0")
-
 from common import OUT, RANK, np, tf, write
 
 from npurun import NPURunConfig

@@ -7,10 +7,6 @@ and the time it was raised, and exits 1.
 import os
 import time
 
-# Each rank has its own model_dir here, to show that only the chief writes checkpoints; the check that
-# every rank sees the chief's model_dir (distribute/shared_dir.py, tested on its own) is off unless asked.
-os.environ.setdefault("NPURUN_CHECK_SHARED_MODEL_DIR", "0")
-
 import numpy as np
 from common import OUT, RANK, tf, write
 
