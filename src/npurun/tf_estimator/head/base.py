@@ -413,8 +413,14 @@ def update_metric_with_broadcast_weights(eval_metric, values, weights):
     eval_metric.update_state(values=values, sample_weight=weights)
 
 
+_V1_REDUCTIONS = frozenset(_v1.losses.Reduction.all()) - {_v1.losses.Reduction.NONE}
+
+
 def compute_weighted_loss(unweighted_loss, weights, reduction):
-    """Keras 2's weighted loss reduction (SUM_OVER_BATCH_SIZE: the weighted sum / number of loss elements)."""
+    """Keras 2's weighted loss reduction (SUM_OVER_BATCH_SIZE: the weighted sum / number of loss elements);
+    a tf.compat.v1.losses.Reduction (the TF 1 heads of `canned.head`) reduces as tf.compat.v1.losses does."""
+    if reduction in _V1_REDUCTIONS:
+        return _v1.losses.compute_weighted_loss(unweighted_loss, weights=weights, reduction=reduction)
     return keras().__internal__.losses.compute_weighted_loss(unweighted_loss, sample_weight=weights,
                                                              reduction=reduction)
 
@@ -423,6 +429,15 @@ def regularized(training_loss, regularization_losses):
     if regularization_losses is None:
         return training_loss
     return training_loss + tf.math.add_n(regularization_losses)
+
+
+def keras_updates(optimizer, loss, variables):
+    """A Keras 2 optimizer's update op (its slot initialisers' TensorFlow deprecation notices silenced: the
+    user did not write them)."""
+    from tensorflow.python.util import deprecation
+
+    with deprecation.silence():
+        return optimizer.get_updates(loss, list(variables))[0]
 
 
 def _root_name_scope():
@@ -445,12 +460,13 @@ def create_estimator_spec_train_op(head_name=None, optimizer=None, trainable_var
                 if train_op_fn is not None:
                     raise ValueError("train_op_fn and optimizer cannot both be set.")
                 validate_v2_optimizer(optimizer)
-                validate_trainable_variables(trainable_variables)
-                if is_v1_optimizer(optimizer):
-                    train_op = optimizer.minimize(regularized_training_loss, var_list=list(trainable_variables),
-                                                  global_step=_v1.train.get_global_step())
+                if is_v1_optimizer(optimizer):  # all trainable variables when none are named, as in TF 1
+                    train_op = optimizer.minimize(
+                        regularized_training_loss, global_step=_v1.train.get_global_step(),
+                        var_list=None if trainable_variables is None else list(trainable_variables))
                 else:
-                    train_op = optimizer.get_updates(regularized_training_loss, list(trainable_variables))[0]
+                    validate_trainable_variables(trainable_variables)
+                    train_op = keras_updates(optimizer, regularized_training_loss, trainable_variables)
             elif train_op_fn is not None:
                 train_op = train_op_fn(regularized_training_loss)
             else:
