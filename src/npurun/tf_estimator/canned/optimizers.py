@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
 import tensorflow as tf
 
 from ..head.base import is_keras2_optimizer, is_v1_optimizer, keras, keras_updates
@@ -45,11 +46,12 @@ def _from_keras3(opt):
                          f"graph of an Estimator; pass one of {list(_NAMES)} (a name), a tf_keras.optimizers.legacy "
                          f"optimizer or a tf.compat.v1.train optimizer")
     cls = getattr(keras().optimizers.legacy, class_name)
-    config = opt.get_config()
+    config = _keras3_config(opt)
     unsupported = [key for key in ("weight_decay", "ema_overwrite_frequency", "loss_scale_factor",
                                    "gradient_accumulation_steps") if config.get(key)]
     if config.get("use_ema"):
         unsupported.append("use_ema")
+    config = {key: value.item() if isinstance(value, np.generic) else value for key, value in config.items()}
     if not isinstance(config.get("learning_rate"), (int, float)):
         unsupported.append("learning_rate (a schedule)")
     if unsupported:
@@ -60,6 +62,48 @@ def _from_keras3(opt):
     kwargs = {k: v for k, v in config.items() if k in accepted}
     kwargs.update({k: config[k] for k in ("clipnorm", "clipvalue", "global_clipnorm") if config.get(k) is not None})
     return cls(**kwargs)
+
+
+def _plain(value):
+    """A Keras 3 hyperparameter as a Python number (a variable's initial value in a TensorFlow 1 graph)."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    for candidate in (value, getattr(value, "_value", None), getattr(value, "value", None)):
+        if isinstance(candidate, tf.Variable):
+            if _made_eagerly(candidate):
+                from tensorflow.python.eager import context
+
+                with context.eager_mode():  # a variable made eagerly (before the Estimator's graph)
+                    return candidate.numpy().item()
+            candidate = candidate.initial_value
+        if tf.is_tensor(candidate):
+            static = tf.get_static_value(candidate)
+            if static is not None:
+                return static.item()
+    return value
+
+
+def _made_eagerly(variable) -> bool:
+    try:
+        variable.graph  # noqa: B018 - eager variables have no graph
+    except (AttributeError, RuntimeError):
+        return True
+    return False
+
+
+def _keras3_config(opt):
+    try:
+        return opt.get_config()
+    except NotImplementedError:  # in graph mode get_config reads its variables with numpy()
+        names = ("learning_rate", "weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "use_ema",
+                 "ema_overwrite_frequency", "loss_scale_factor", "gradient_accumulation_steps", "beta_1", "beta_2",
+                 "epsilon", "amsgrad", "initial_accumulator_value", "momentum", "nesterov", "rho", "centered",
+                 "learning_rate_power", "l1_regularization_strength", "l2_regularization_strength",
+                 "l2_shrinkage_regularization_strength", "beta")
+        config = {name: _plain(getattr(opt, name)) for name in names if hasattr(opt, name)}
+        if hasattr(opt, "_learning_rate"):  # the variable (the property may give a read of it)
+            config["learning_rate"] = _plain(opt._learning_rate)
+        return config
 
 
 def _is_keras3(opt) -> bool:
