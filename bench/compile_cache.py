@@ -38,7 +38,7 @@ def child(spec: dict) -> None:
 
     from npurun import NPURunConfig
     from npurun.runtime import compilation
-    from npurun.runtime.plan import build_plan
+    from npurun.runtime.contributors import build_plan
 
     tf.compat.v1.disable_eager_execution()
     v1 = tf.compat.v1

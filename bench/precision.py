@@ -75,7 +75,7 @@ def _build_case(model: str, precision_mode, forced: bool):
     import tensorflow as tf
 
     from npurun import NPURunConfig
-    from npurun.runtime.plan import build_plan
+    from npurun.runtime.contributors import build_plan
 
     v1 = tf.compat.v1
     os.environ[FORCE_ENV] = "1" if forced else "0"

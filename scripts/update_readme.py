@@ -7,7 +7,7 @@ import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "src"))
-from npurun.config.explain import markdown_table  # noqa: E402
+from npurun.cli.explain import markdown_table  # noqa: E402
 
 START, END = "<!-- options:start -->", "<!-- options:end -->"
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"

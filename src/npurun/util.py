@@ -195,7 +195,7 @@ class NPUSession(_v1.Session):
     """
 
     def __init__(self, npurun_config, target: str = "", graph=None, mode: str = "train"):
-        from .runtime.plan import build_plan
+        from .runtime.contributors import build_plan
 
         self.npurun_config = npurun_config
         self.plan = build_plan(npurun_config.options, mode)

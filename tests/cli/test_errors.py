@@ -12,7 +12,7 @@ import pytest
 
 from npurun import cli
 from npurun.cli import main
-from npurun.cli_errors import classify
+from npurun.reporting import classify
 from npurun.config.errors import OptionTypeError
 
 NPURUN = [sys.executable, "-m", "npurun.cli"]

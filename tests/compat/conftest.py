@@ -30,7 +30,7 @@ def single_process(monkeypatch):
 
 def estimator_class():
     """tf.estimator.Estimator as npurun's compatibility layer gives it (imported when a test needs it)."""
-    from npurun.compat.tf_estimator import Estimator
+    from npurun.tf_estimator import Estimator
 
     return Estimator
 

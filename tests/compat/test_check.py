@@ -2,7 +2,7 @@
 import json
 import textwrap
 
-from npurun.compat.check import check_source
+from npurun.tools.check import check_source
 from npurun.config import OPTIONS
 
 from .conftest import SCRIPTS, run_compat

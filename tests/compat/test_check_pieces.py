@@ -13,9 +13,11 @@ import types
 
 import pytest
 
-from npurun.compat import aliases, check_tensorflow, tf_api_names
-from npurun.compat.aliases import Mapped, Unsupported
-from npurun.compat.check import check_file
+from npurun.adapter import tables as aliases
+from npurun.tf1.api_names import generated as tf_api_names
+from npurun.tools.check import tensorflow as check_tensorflow
+from npurun.adapter.tables import Mapped, Unsupported
+from npurun.tools.check import check_file
 
 TRAIN = textwrap.dedent("""\
     import tensorflow as tf
@@ -153,7 +155,7 @@ def test_removed_modules_and_tf1_paths(tmp_path, monkeypatch):
 
 
 def test_check_is_static_it_never_imports_tensorflow(script):
-    code = ("import sys; from npurun.compat.check import check_file; check_file(sys.argv[1]); "
+    code = ("import sys; from npurun.tools.check import check_file; check_file(sys.argv[1]); "
             "assert not [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'tf_slim', 'keras')], "
             "sorted(m for m in sys.modules if m.startswith('tensorflow'))")
     result = subprocess.run([sys.executable, "-c", code, str(script)], capture_output=True, text=True, timeout=120)

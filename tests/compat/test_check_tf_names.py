@@ -1,12 +1,7 @@
 """The TensorFlow API names `npurun check` reads statically match the installed TensorFlow."""
-import importlib.util
-
-from .conftest import REPO
+from npurun.tf1.api_names import generate
 
 
 def test_tf_api_names_match_the_installed_tensorflow():
-    spec = importlib.util.spec_from_file_location("gen_tf_api_names", REPO / "scripts" / "gen_tf_api_names.py")
-    generator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generator)
-    assert generator.OUT.read_text() == generator.render(), (
-        "src/npurun/compat/tf_api_names.py is stale: run `.venv/bin/python scripts/gen_tf_api_names.py`")
+    assert generate.OUT.read_text() == generate.render(), (
+        "src/npurun/tf1/api_names/generated.py is stale: run `.venv/bin/python -m npurun.tf1.api_names.generate`")

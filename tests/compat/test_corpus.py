@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from npurun.compat.mnist_input_data import write_idx
+from npurun.tf1.mnist_input_data import write_idx
 
 from .conftest import run_compat
 from .test_scripts import LOSS, _losses_fall

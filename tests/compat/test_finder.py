@@ -7,9 +7,9 @@ import warnings
 import pytest
 
 import npurun.compat as compat
-from npurun.compat import aliases
-from npurun.compat import finder as finder_module
-from npurun.compat.aliases import AdapterAPIError
+from npurun.adapter import tables as aliases
+from npurun.adapter import finder as finder_module
+from npurun.adapter.tables import AdapterAPIError
 
 
 def _adapter_modules_loaded():

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from npurun.compat import layers
+from npurun.tf1 import layers
 
 v1 = tf.compat.v1
 

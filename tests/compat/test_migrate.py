@@ -3,7 +3,7 @@ import textwrap
 
 import pytest
 
-from npurun.compat.migrate import migrate_source
+from npurun.tools.migrate import migrate_source
 
 from .conftest import SCRIPTS, run_compat
 
@@ -233,12 +233,12 @@ def test_inputs_export_and_layers_are_rewritten_to_names_that_run_under_plain_py
     assert 'r = build_raw_serving_input_receiver_fn({"x": t})' in body
     assert "s = ServingInputReceiver(features, receivers)" in body
     imports = migration.migrated
-    assert imports.count("from npurun.compat import layers as npu_layers\n") == 1
-    assert "from npurun.compat.tf_estimator import numpy_input_fn" in imports
+    assert imports.count("from npurun.tf1 import layers as npu_layers\n") == 1
+    assert "from npurun.tf_estimator import numpy_input_fn" in imports
     assert "from npurun.estimator import ServingInputReceiver, build_raw_serving_input_receiver_fn" in imports
     # the names imported exist
-    import npurun.compat.layers as layers
-    import npurun.compat.tf_estimator as tf_estimator
+    import npurun.tf1.layers as layers
+    import npurun.tf_estimator as tf_estimator
     import npurun.estimator as estimator
     assert callable(layers.dense) and callable(layers.flatten) and callable(tf_estimator.numpy_input_fn)
     assert estimator.ServingInputReceiver and callable(estimator.build_raw_serving_input_receiver_fn)

@@ -3,7 +3,7 @@ public Ascend/ModelZoo-TensorFlow sources): TPU-descended EfficientNet/MnasNet-s
 NPU dropout swap, contrib's YIQ colour distortion. The script below is written in their style."""
 import textwrap
 
-from npurun.compat.check import check_file
+from npurun.tools.check import check_file
 
 from .conftest import run_compat
 

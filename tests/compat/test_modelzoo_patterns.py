@@ -169,7 +169,7 @@ def test_contrib_learn_util_and_lookup_pieces_scripts_use(tmp_path):
     assert "modes train eval infer" in out
     assert "static [3, 4]" in out
     assert "lookup [2, -1] [1, -1]" in out
-    assert "mnist npurun.compat.mnist_input_data" in out
+    assert "mnist npurun.tf1.mnist_input_data" in out
 
 
 CHECK_BRANCHES = '''\
@@ -203,7 +203,7 @@ def main(_):
 
 
 def test_check_does_not_count_tpu_branches_and_except_fallbacks_as_raising():
-    from npurun.compat.check import check_source
+    from npurun.tools.check import check_source
 
     found = {f.name: f for f in check_source(CHECK_BRANCHES, "run_classifier.py")}
     assert [f.name for f in found.values() if f.error] == []
@@ -323,7 +323,7 @@ def test_a_tf1_scripts_standalone_keras_is_keras_2_on_its_session(tmp_path):
 
 
 def test_check_takes_a_relative_mixlist_next_to_the_script_as_valid(tmp_path, monkeypatch):
-    from npurun.compat.check import check_file
+    from npurun.tools.check import check_file
 
     # GRU4Rec's main.py: its launch script cds into the script's folder, where ops_info.json is
     (tmp_path / "ops_info.json").write_text('{"black-list": {"to-add": ["Sqrt"]}}')

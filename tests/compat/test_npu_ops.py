@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from npurun.compat.npu_ops import dropout, initialize_system, shutdown_system
+from npurun.adapter.npu_ops import dropout, initialize_system, shutdown_system
 
 v1 = tf.compat.v1
 
@@ -65,7 +65,7 @@ def test_system_ops_are_no_ops():
 
 
 def test_gelu_is_the_tanh_approximation_and_gelu_grad_its_derivative():
-    from npurun.compat.npu_ops import gelu, gelu_grad
+    from npurun.adapter.npu_ops import gelu, gelu_grad
 
     xs = np.linspace(-6, 6, 49).astype(np.float32)
     expected = 0.5 * xs * (1 + np.tanh(np.sqrt(2 / np.pi) * (xs + 0.044715 * xs ** 3)))

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 import npurun.compat as compat
-from npurun.compat.run import run_script
+from npurun.tools.run import run_script
 from npurun.logs import user_configured
 
 from .conftest import run_compat
@@ -111,7 +111,7 @@ def test_an_in_process_run_leaves_the_environment_exactly_as_before(tmp_path, mo
     ("import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\nsess = tf.Session()\n", None, 2),
 ])
 def test_each_script_gets_the_tensorflow_it_was_written_for(tmp_path, monkeypatch, source, local_module, expected):
-    from npurun.compat.run import script_tf_api
+    from npurun.tools.run import script_tf_api
 
     monkeypatch.delenv("NPURUN_TF_API", raising=False)
     script = tmp_path / "train.py"

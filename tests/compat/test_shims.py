@@ -1,12 +1,12 @@
-"""npu_init helpers, util helpers, npu_scope and the output hook, implemented in npurun.compat.shims."""
+"""npu_init helpers, util helpers, npu_scope and the output hook, implemented in npurun.adapter.shims."""
 
 import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
 
 import npurun
-from npurun.compat import shims
-from npurun.compat.tf_estimator import RunConfig
+from npurun.adapter import shims
+from npurun.tf_estimator import RunConfig
 from npurun.config import param_map
 
 v1 = tf.compat.v1

@@ -4,8 +4,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from npurun.compat import contrib, hparams, mnist_input_data, tf1
-from npurun.compat.aliases import Mapped
+from npurun.tf1 import contrib, hparams, mnist_input_data
+from npurun.tf1 import world as tf1
+from npurun.adapter.tables import Mapped
 
 from .conftest import run_compat
 
@@ -91,7 +92,7 @@ def test_script_gets_tensorflow_1_and_npurun_keeps_tensorflow_2(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "script_tf True v1 True npurun_tf True slim True utils True" in out
-    assert "tf1_paths True True True npurun.compat.contrib_tpu True" in out
+    assert "tf1_paths True True True npurun.tf1.contrib.tpu True" in out
     assert "framework_ops True True True" in out
     assert "graph_mode True tf1_shape 3" in out
     assert "losses_fall True frozen_variables 0" in out
@@ -247,7 +248,7 @@ def test_tpu_estimator_with_use_tpu_false_runs_as_an_estimator(tmp_path):
 def test_lazy_adam_updates_only_the_rows_a_sparse_gradient_touches():
     import tensorflow as tf
 
-    from npurun.compat.contrib_opt import LazyAdamOptimizer
+    from npurun.tf1.contrib.opt import LazyAdamOptimizer
 
     v1 = tf.compat.v1
     with tf.Graph().as_default():
@@ -272,7 +273,7 @@ def test_lazy_adam_updates_only_the_rows_a_sparse_gradient_touches():
 def test_contrib_image_rotate_translate_match_numpy():
     import tensorflow as tf
 
-    from npurun.compat import contrib_image
+    from npurun.tf1.contrib import image as contrib_image
 
     image = np.arange(1, 26, dtype=np.float32).reshape(5, 5, 1)
     batch = np.stack([image, image * 2])

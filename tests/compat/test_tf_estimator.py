@@ -10,8 +10,8 @@ from tensorflow.python.client import session as tf_session
 
 import npurun
 import npurun.compat as compat
-from npurun.compat import layers
-from npurun.compat.tf_estimator import RunConfig, numpy_input_fn
+from npurun.tf1 import layers
+from npurun.tf_estimator import RunConfig, numpy_input_fn
 
 
 def test_attached_while_active_and_restored_after():
@@ -142,7 +142,7 @@ def test_numpy_input_fn_batches_epochs_and_shuffles():
 def test_pandas_input_fn_feeds_columns_and_a_target():
     import pandas as pd
 
-    from npurun.compat.tf_estimator import pandas_input_fn
+    from npurun.tf_estimator import pandas_input_fn
 
     x = pd.DataFrame({"a": np.arange(4) * 1.0, "b": np.arange(32, 36)}, index=np.arange(100, 104))
     y = pd.Series(np.arange(-32, -28), index=np.arange(100, 104))

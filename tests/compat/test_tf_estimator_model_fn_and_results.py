@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from npurun.compat.tf_estimator import RunConfig
+from npurun.tf_estimator import RunConfig
 from .conftest import estimator_class as _estimator_class
 
 v1 = tf.compat.v1

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.usefixtures("single_process")
 
 
 def _estimator(*args, **kwargs):
-    from npurun.compat.tf_estimator import Estimator
+    from npurun.tf_estimator import Estimator
 
     return Estimator(*args, **kwargs)
 

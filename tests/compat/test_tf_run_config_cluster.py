@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from npurun.compat.tf_estimator import RunConfig
+from npurun.tf_estimator import RunConfig
 
 v1 = tf.compat.v1
 
@@ -41,7 +41,7 @@ def test_replace_keeps_a_subclass_and_its_own_attributes(tmp_path):
 
 
 def test_an_estimator_takes_a_run_config_subclass_with_another_init(tmp_path):
-    from npurun.compat.tf_estimator import Estimator
+    from npurun.tf_estimator import Estimator
     from npurun.estimator import EstimatorSpec
 
     def model_fn(features, labels, mode):
@@ -77,7 +77,7 @@ def test_a_parameter_server_cluster_is_described(monkeypatch):
 
 
 def test_training_in_a_parameter_server_cluster_without_a_strategy_is_the_error(monkeypatch, tmp_path):
-    from npurun.compat.tf_estimator import Estimator
+    from npurun.tf_estimator import Estimator
 
     _set_tf_config(monkeypatch, {"chief": ["h0:1"], "ps": ["h1:1"]}, {"type": "chief", "index": 0})
     estimator = Estimator(lambda features, labels, mode: None, model_dir=str(tmp_path), config=RunConfig())

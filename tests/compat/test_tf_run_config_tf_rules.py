@@ -5,7 +5,7 @@ import json
 import pytest
 import tensorflow as tf
 
-from npurun.compat.tf_run_config import RunConfig
+from npurun.tf_estimator.run_config import RunConfig
 
 CLUSTER = {"chief": ["host0:0"], "ps": ["host1:1", "host2:2"], "worker": ["host3:3", "host4:4"]}
 

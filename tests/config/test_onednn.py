@@ -4,7 +4,8 @@ on this machine is checked in tests/runtime/test_onednn_policy.py."""
 import pytest
 
 from npurun import NPURunConfig
-from npurun.config import explain, onednn
+from npurun.cli import explain
+from npurun.config import onednn
 
 ZEN3 = "processor\t: 0\nflags\t\t: fpu sse sse2 avx avx2 fma bmi2\n"
 ZEN4 = "processor\t: 0\nflags\t\t: fpu avx avx2 avx512f avx512_vnni avx512_bf16\n"

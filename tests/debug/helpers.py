@@ -11,7 +11,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from npurun.runtime.plan import build_plan
+from npurun.runtime.contributors import build_plan
 
 X = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
 W0 = np.array([[0.5], [-1.0]], np.float32)

@@ -9,7 +9,8 @@ from npurun.debug.dump import TensorDumpHook
 from npurun.debug.overflow import OverflowHook
 from npurun.debug.profiling import ProfilingHook
 from npurun.runtime.contributors import CONTRIBUTORS
-from npurun.runtime.plan import SessionPlan, build_plan
+from npurun.runtime.contributors import build_plan
+from npurun.runtime.plan import SessionPlan
 
 MODES = ("train", "eval", "infer")
 

@@ -11,7 +11,7 @@ import tensorflow as tf
 import npurun
 from npurun.debug.cli import main
 from npurun.debug.dump_files import open_dump
-from npurun.runtime.plan import build_plan
+from npurun.runtime.contributors import build_plan
 
 from .helpers import only_subdir
 

@@ -10,7 +10,7 @@ from npurun.distribute import cluster, ps, settings
 from npurun.distribute.hooks import NPUBroadcastGlobalVariablesHook, StartupHook
 from npurun.distribute.optimizer import NPUDistributedOptimizer, collective_count
 from npurun.distribute.ranks import RankConfigError
-from npurun.runtime.plan import build_plan
+from npurun.runtime.contributors import build_plan
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ import tensorflow as tf
 
 import npurun
 from estimator_helpers import checkpoint_steps, input_fn_for, make_data, model_fn
-from npurun.estimator import NPUEstimator, checkpoints, export as export_lib, model_dir_lock, preemption
+from npurun import preemption
+from npurun.estimator import NPUEstimator, checkpoints, export as export_lib, model_dir_lock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 X, Y = make_data()

@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from npurun import NPURunConfig
-from npurun.runtime.plan import build_plan
+from npurun.runtime.contributors import build_plan
 
 v1 = tf.compat.v1
 LOW = {tf.float16.as_datatype_enum: "float16", tf.bfloat16.as_datatype_enum: "bfloat16"}

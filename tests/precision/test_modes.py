@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from npurun import NPURunConfig
 from npurun.precision import modes, policy
-from npurun.runtime.plan import build_plan
+from npurun.runtime.contributors import build_plan
 
 from .helpers import dtypes_of, executed_nodes, low_precision_nodes, write
 

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from npurun import NPURunConfig
 from npurun.runtime import compilation
-from npurun.runtime.plan import build_plan
+from npurun.runtime.contributors import build_plan
 
 v1 = tf.compat.v1
 XLA_OPS = {"XlaLaunch", "_XlaCompile", "_XlaRun"}

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from helpers import batch, mlp_step, options, run_python, session_for, v1
 from npurun.runtime import compilation, dynamic_inputs
-from npurun.runtime.plan import build_plan
+from npurun.runtime.contributors import build_plan
 
 
 def dataset_step(batch_size, apply=True, labels_range=True):

@@ -56,7 +56,7 @@ def test_named_entry_beats_all(both_onednn):
 
 def test_all_off_switches_the_safe_set_only(tmp_path):
     plan_options = options(fusion_switch_file=switch_file(tmp_path, {"ALL": "off"}))
-    from npurun.runtime.plan import build_plan
+    from npurun.runtime.contributors import build_plan
 
     rewrite = build_plan(plan_options, "train").config_proto.graph_options.rewrite_options
     off = rewriter_config_pb2.RewriterConfig.OFF

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from helpers import options, session_for, v1
 from npurun.runtime import resources
-from npurun.runtime.plan import build_plan
+from npurun.runtime.contributors import build_plan
 
 
 @pytest.mark.parametrize("kwargs,named", [

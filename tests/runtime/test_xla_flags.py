@@ -6,7 +6,7 @@ import pytest
 
 from helpers import options, placeholder_step, run_python, session_for
 from npurun.runtime import xla_flags
-from npurun.runtime.plan import build_plan
+from npurun.runtime.contributors import build_plan
 
 
 def test_merge_appends_and_ours_replace_same_named_flags():
@@ -19,7 +19,7 @@ def test_fresh_process_applies_both_variables_and_leaves_no_trace(tmp_path):
         import json, os, warnings
         from helpers import options
         from npurun.runtime import xla_flags
-        from npurun.runtime.plan import build_plan
+        from npurun.runtime.contributors import build_plan
         from tensorflow.python.client import pywrap_tf_session as c_api
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -1,90 +1,22 @@
-"""Run Ascend adapter scripts unmodified: `npurun run script.py`, or `npurun.compat.activate()`.
+"""The old home of npurun's compatibility layer, kept so the paths users and docs name keep working.
 
-While active:
-
-- `import npu_bridge...` / `import hccl...` resolve to npurun through the coverage table
-  (`npurun.compat.aliases`, published as docs/compat.md): each name is npurun's implementation, or
-  raises `AdapterAPIError` naming it and why it cannot work here;
-- TensorFlow 2.21 gets what such scripts expect of it: `tf.estimator` (`tf.compat.v1.estimator`)
-  backed by NPUEstimator, `tf.compat.v1.layers` if Keras 3 removed it, and `tf.compat.v1.Session`
-  reading an `NpuOptimizer` entry of its ConfigProto as NPURunConfig options.
-
-`deactivate()` undoes all of it. Activating does not import TensorFlow: the TensorFlow part is
-applied when the script imports it. `npurun migrate` rewrites a script to npurun's own API instead,
-and `npurun check` reports what a script uses and how it behaves here.
+`npurun.compat.activate()` / `deactivate()` / `is_active()` / `active()` and `AdapterAPIError` are
+`npurun.adapter`'s (the Ascend adapters' names and the activation); `python -m npurun.compat` runs
+the script tools (`npurun.tools`). New code imports from `npurun.adapter`, `npurun.tf1`,
+`npurun.tf_estimator` and `npurun.tools` directly.
 """
-from __future__ import annotations
-
-import contextlib
-import sys
-import threading
-
-from .aliases import AdapterAPIError
-
-_lock = threading.Lock()
-_finder = None
-_tf1_world = None
-
-
-def activate(graph_mode: bool = False, tf1: bool = True) -> None:
-    """Install the import hook and the TensorFlow adjustments (idempotent).
-
-    With `tf1` (the default), scripts' `import tensorflow` gives TensorFlow 1's API
-    (`npurun.compat.tf1`); without it they keep TensorFlow 2's (with `tf.estimator`); with
-    `graph_mode` (as `npurun run` does) TensorFlow 1's graph mode is switched on when a script first
-    imports TensorFlow (it stays on: TensorFlow cannot return to eager mode).
-    """
-    global _finder, _tf1_world
-    with _lock:
-        if _finder is not None:
-            return
-        from . import tf_estimator
-        from .finder import CompatFinder
-        from .tf1 import TF1World
-
-        _tf1_world = TF1World(graph_mode and tf1, scripts_get_tf1=tf1)
-
-        def on_tensorflow(module):
-            from . import layers  # imports tf-keras, which imports TensorFlow: only once it is imported
-
-            layers.install_alias()
-            tf_estimator.attach(module)
-            _tf1_world.attach(sys.modules["tensorflow"])
-
-        _finder = CompatFinder(watch={"tensorflow": on_tensorflow, "tensorflow.compat.v1": tf_estimator.attach})
-        _tf1_world.install()
-        _finder.install()
-
-
-def deactivate() -> None:
-    """Remove the import hook, the adapter modules it made and the TensorFlow adjustments."""
-    global _finder, _tf1_world
-    with _lock:
-        if _finder is None:
-            return
-        from . import tf_estimator
-
-        _finder.uninstall()
-        _tf1_world.uninstall()
-        tf_estimator.detach()
-        _finder = None
-        _tf1_world = None
-
-
-def is_active() -> bool:
-    return _finder is not None
-
-
-@contextlib.contextmanager
-def active(graph_mode: bool = False, tf1: bool = True):
-    """`with npurun.compat.active(): ...` activates for the block (if it was not already)."""
-    was_active = is_active()
-    activate(graph_mode, tf1)
-    try:
-        yield
-    finally:
-        if not was_active:
-            deactivate()
-
+from ..adapter import AdapterAPIError, activate, active, deactivate, is_active  # re-exported: the documented path
 
 __all__ = ["activate", "deactivate", "is_active", "active", "AdapterAPIError"]
+
+# `from npurun.compat import layers as npu_layers` is what `npurun migrate` wrote before the layers moved
+# to npurun.tf1: scripts migrated then keep working. Loaded on use (it imports tf-keras, hence TensorFlow).
+_MOVED = {"layers": "npurun.tf1.layers"}
+
+
+def __getattr__(name):
+    if name in _MOVED:
+        from importlib import import_module
+
+        return import_module(_MOVED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

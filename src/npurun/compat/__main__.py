@@ -1,11 +1,11 @@
 """`python -m npurun.compat {run,migrate,check,docs} ...`: the compat subcommands without the main CLI.
 
-`docs` prints docs/compat.md (the coverage table), generated from `npurun.compat.aliases`.
+`docs` prints docs/compat.md (the coverage table), generated from `npurun.adapter.tables`.
 """
 import argparse
 import sys
 
-from .cli import add_compat_commands
+from ..tools.cli import add_compat_commands
 
 
 def main(argv=None) -> int:
@@ -19,7 +19,7 @@ def main(argv=None) -> int:
 
 
 def _print_docs(args) -> int:
-    from .aliases import render_markdown
+    from ..tools.compat_docs import render_markdown
 
     sys.stdout.write(render_markdown())
     return 0

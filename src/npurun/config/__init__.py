@@ -1,4 +1,7 @@
-"""The configuration layer: options, their rules and parsers. Plain Python, no TensorFlow."""
+"""The configuration layer: options, their rules and parsers. Plain Python, no TensorFlow.
+
+Imports: nothing of npurun above it (the bottom layer; `npurun explain`'s report, which also reads
+the precision policy, lives in `npurun.cli.explain`)."""
 from .dump import DumpConfig
 from .errors import OptionConflictError, OptionTypeError, OptionValueError
 from .options import OPTIONS

@@ -11,4 +11,6 @@ Modules (each states its own rules):
   cli             `npurun dump ls|show|compare`
 
 Nothing here is imported by `import npurun`; the hook modules import TensorFlow.
+
+Imports: `npurun.config` only (`cli` may import `npurun.cli.help`: it is the CLI layer).
 """

@@ -133,7 +133,7 @@ def cmd_compare(args, out=None) -> int:
 
 def add_dump_commands(subparsers) -> argparse.ArgumentParser:
     """Add `dump ls|show|compare` to an argparse subparsers object; return the `dump` parser."""
-    from ..cli_help import ExamplesHelpFormatter
+    from ..cli.help import ExamplesHelpFormatter
 
     dump = subparsers.add_parser("dump", help="inspect and compare tensor dumps",
                                  formatter_class=ExamplesHelpFormatter,

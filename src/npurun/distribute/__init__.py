@@ -4,6 +4,9 @@ optimizer, variable broadcast, a launcher and parameter-server mode, on TensorFl
 Rank discovery (`get_rank_id`, `get_rank_size`, `get_local_rank_id`, `get_local_rank_size`,
 groups) is plain Python; the other names import TensorFlow on first use.
 
+Imports: `npurun.config` and the foundations (`logs`, `preemption`); never
+`precision` (which builds on its collectives), `runtime` or `estimator`.
+
     from npurun.distribute import hccl_ops, get_rank_id, NPUDistributedOptimizer
 """
 from importlib import import_module

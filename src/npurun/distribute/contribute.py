@@ -71,7 +71,7 @@ def _collective_stop_flag():
 
 def _tailing_check(config_value: bool):
     def check(graph, mode):
-        from ..precision.optimizer import check_tailing_optimization
+        from .optimizer import check_tailing_optimization
 
         check_tailing_optimization(graph, config_value)
     return check

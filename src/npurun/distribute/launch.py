@@ -25,7 +25,7 @@ Rules:
   exits with that status, saying so in one line. A rank *killed* by a signal is a failure.
 - Every task gets NPURUN_LAUNCHED=1: a scheduler that signals every process of the job reaches a
   rank twice, directly and through the launcher; a rank counts the two as one preemption (see
-  estimator/preemption.py).
+  npurun/preemption.py).
 - Several hosts: `--hosts h1:2,h2:2` gives the hosts and how many ranks each runs (ranks are
   numbered host by host); ports are `--base-port` + local index on every host (parameter servers
   after the ranks on the first host, then the feeding service's port). This invocation runs the

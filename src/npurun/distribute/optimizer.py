@@ -34,6 +34,8 @@ from . import ranks, settings, stop_flag
 from .collectives import allgather, allreduce
 
 _v1 = tf.compat.v1
+# NPUOptimizer records its is_tailing_optimization here when it builds its update (an int per optimizer).
+TAILING_COLLECTION = "npurun_is_tailing_optimization"
 GRADIENT_SCOPE = "npurun_allreduce"
 
 
@@ -173,9 +175,9 @@ def reduce_gradients_and_overflow(optimizer, grads_and_vars, is_finite):
     grads_and_vars = list(grads_and_vars)
     if ranks.get_rank_size() == 1:
         return grads_and_vars, is_finite
-    from ..precision.optimizer import NPUOptimizer
-
-    averages = isinstance(optimizer, NPUOptimizer) and not _contains_distributed(getattr(optimizer, "_opt", None))
+    # NPUOptimizer (npurun.precision, which sits above this module) says so with a class attribute.
+    averages = bool(getattr(optimizer, "averages_gradients_over_ranks", False)) and \
+        not _contains_distributed(getattr(optimizer, "_opt", None))
     tailing = bool(getattr(optimizer, "is_tailing_optimization", False))
     if averages:
         reduced, finite = average_gradients(grads_and_vars, is_finite=is_finite if tailing else None)
@@ -186,6 +188,15 @@ def reduce_gradients_and_overflow(optimizer, grads_and_vars, is_finite):
                 finite = allreduce_overflow(is_finite)
         return reduced, finite
     return grads_and_vars, (allreduce_overflow(is_finite) if is_finite is not None else None)
+
+
+def check_tailing_optimization(graph, config_value: bool) -> None:
+    """ValueError if an NPUOptimizer in `graph` was built with another is_tailing_optimization."""
+    differing = sorted({bool(value) for value in graph.get_collection(TAILING_COLLECTION) if bool(value) != config_value})
+    if differing:
+        raise ValueError(f"NPURunConfig(is_tailing_optimization={config_value}) differs from "
+                         f"NPUOptimizer(is_tailing_optimization={differing[0]}); the two must be equal")
+
 
 
 class NPUDistributedOptimizer(_v1.train.Optimizer):

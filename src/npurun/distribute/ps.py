@@ -61,7 +61,7 @@ def device_setter(layout: Optional[cluster.Layout] = None):
 def run_ps_task(layout: Optional[cluster.Layout] = None) -> None:
     """Serve this ps task's variables until the process is stopped (never returns).
 
-    Inside train() (SIGTERM / SIGINT watched, see estimator/preemption.py) the first signal ends
+    Inside train() (SIGTERM / SIGINT watched, see npurun/preemption.py) the first signal ends
     the serving once the chief has exited (it may still be saving the shared variables, which live
     here), at most the start-up timeout (HCCL_CONNECT_TIMEOUT) later: one line, then
     SystemExit(143 / 130), as a worker's preemption does.
@@ -69,7 +69,7 @@ def run_ps_task(layout: Optional[cluster.Layout] = None) -> None:
     layout = layout or cluster.read_layout()
     server = cluster.ensure_server(None, layout)
     logger.info("npurun: %s serves the parameters at %s until stopped", layout.local_task, layout.address)
-    from ..estimator import preemption
+    from .. import preemption
 
     watch = preemption.current()
     if not watch.installed:  # no handlers here (not the main thread): serve until the process is stopped

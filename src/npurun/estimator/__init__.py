@@ -1,14 +1,17 @@
 """NPUEstimator and its specs: tf.estimator's API on tf.compat.v1 graph-mode sessions.
 
-Modules: `spec` (EstimatorSpec, NPUEstimatorSpec, ModeKeys, TrainSpec, EvalSpec), `estimator`
+Modules: `spec` (EstimatorSpec, NPUEstimatorSpec, TrainSpec, EvalSpec; ModeKeys from `mode_keys`), `estimator`
 (NPUEstimator), `training_graph` and `loop` (the training loop), `hooks` (the SessionRunHook
 runner and schedules), `checkpoints` (saving, retention, crash-safe restore) and
 `checkpoint_files` (the files on disk), `export` (SavedModel export), `training`
-(train_and_evaluate), `model_dir`, `model_dir_lock` (one training job per model_dir), `preemption`
-(SIGTERM / SIGINT during train()). tf.estimator conformance
+(train_and_evaluate), `model_dir`, `model_dir_lock` (one training job per model_dir); the SIGTERM / SIGINT watch
+during train() is `npurun.preemption`. tf.estimator conformance
 (docs/tf_estimator.md): `spec_checks`, `keras_metrics`, `export_output`, `exporters`,
 `early_stopping`, `in_memory_evaluator`, `experimental`, `scaffolds`, `warm_start`,
 `add_metrics`, `tf_conformance`.
+
+Imports: `config`, `debug`, `distribute`, `precision`, `runtime` and the foundations; never the
+compatibility rooms (`tf1`, `tf_estimator`, `adapter`), the tools or the CLI.
 """
 from .estimator import NPUEstimator
 from .export import (PredictOutput, ServingInputReceiver, build_parsing_serving_input_receiver_fn,

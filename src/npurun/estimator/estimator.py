@@ -13,8 +13,9 @@ import tensorflow as tf
 from ..config import NPURunConfig, rules
 from ..debug.exception_dump import exception_dump
 from ..distribute import errors as distribute_errors
-from ..runtime.plan import build_plan
-from . import building, checkpoints, export as export_lib, model_dir_lock, preemption, tf_conformance, training_graph
+from ..runtime.contributors import build_plan
+from .. import preemption
+from . import building, checkpoints, export as export_lib, model_dir_lock, tf_conformance, training_graph
 from .hooks import HookRunner
 from .inputs import call_with_accepted, estimator_call, make_input
 from .model_dir import resolve_model_dir
@@ -42,7 +43,7 @@ class NPUEstimator:
         trainable variables with the same name and shape start from its values, when model_dir
         has no checkpoint yet.
 
-    Every session is built from `npurun.runtime.plan.build_plan(config.options, mode)`: its
+    Every session is built from `npurun.runtime.contributors.build_plan(config.options, mode)`: its
     ConfigProto, device, graph transforms, hooks and environment. Checkpoints and summaries are
     written only by the chief (`config.is_chief`).
     """
@@ -139,7 +140,8 @@ class NPUEstimator:
                 training_graph.train(self, input_fn, list(hooks or ()), steps, max_steps,
                                      list(saving_listeners or ()))
             except distribute_errors.CollectiveTimeoutError as error:
-                if not watch.peer_stopped_first(error, self._model_dir):
+                if not watch.peer_stopped_first(
+                        error, lambda: checkpoints.latest_checkpoint(self._model_dir)):
                     raise
         watch.exit_if_requested()
         return self

@@ -36,7 +36,8 @@ import numpy as np
 import tensorflow as tf
 
 from ..precision.loss_scale import SKIPPED_COLLECTION
-from . import checkpoints as ckpt_lib, preemption
+from .. import preemption
+from . import checkpoints as ckpt_lib
 from .device_loop import HostCall, scheduled_steps
 from .hooks import NEVER, HookRunner, Progress, RateMeter, StepSchedule, TimeSchedule
 

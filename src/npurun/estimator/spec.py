@@ -11,15 +11,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-
-class ModeKeys:
-    """The three modes a model_fn is called in (the values tf.estimator used)."""
-
-    TRAIN = "train"
-    EVAL = "eval"
-    PREDICT = "infer"
-
-    ALL = (TRAIN, EVAL, PREDICT)
+from .mode_keys import ModeKeys  # noqa: F401  (re-exported: npurun.estimator.spec.ModeKeys)
 
 
 # tf.estimator.EstimatorSpec's fields, in its order (model functions may pass them positionally).

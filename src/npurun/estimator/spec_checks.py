@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from .spec import ModeKeys
+from .mode_keys import ModeKeys
 
 _v1 = tf.compat.v1
 

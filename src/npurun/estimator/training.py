@@ -14,7 +14,8 @@ import time
 
 import tensorflow as tf
 
-from . import checkpoints, preemption
+from .. import preemption
+from . import checkpoints
 from .spec import EvalSpec, TrainSpec
 
 logger = logging.getLogger("npurun")

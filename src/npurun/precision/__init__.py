@@ -4,6 +4,9 @@ per-machine policy for low-precision modes (`policy`, TensorFlow-free).
 The Ascend adapter's loss-scale API is importable from here: `FixedLossScaleManager`,
 `ExponentialUpdateLossScaleManager`, `NPULossScaleOptimizer`, `NPUOptimizer`. They load on first
 use, so `npurun.precision.policy` (used by `npurun explain`) imports no TensorFlow.
+
+Imports: `npurun.config`, `npurun.debug`, `npurun.distribute` (a distributed NPUOptimizer's
+all-reduce); never `runtime` or `estimator`.
 """
 import importlib
 

@@ -28,8 +28,10 @@ import tensorflow as tf
 
 from .loss_scale import LossScaleManager
 
+# Downward: the distributed reduction and the tailing check live with the collectives.
+from ..distribute.optimizer import TAILING_COLLECTION, check_tailing_optimization  # noqa: F401 (re-exported)
+
 _v1 = tf.compat.v1
-TAILING_COLLECTION = "npurun_is_tailing_optimization"
 
 
 def _all_finite(grads) -> tf.Tensor:
@@ -103,7 +105,7 @@ class _LossScaledOptimizer(_v1.train.Optimizer):
         when overflow checking is off) over all ranks, so every rank skips the same steps.
         """
         if self._is_distributed:
-            from ..distribute.optimizer import reduce_gradients_and_overflow
+            from ..distribute.optimizer import reduce_gradients_and_overflow  # TensorFlow's collectives
 
             return reduce_gradients_and_overflow(self, grads_and_vars, is_finite)
         return grads_and_vars, is_finite
@@ -163,6 +165,10 @@ class NPUOptimizer(_LossScaledOptimizer):
     `is_loss_scale=False` is not used (as in the Ascend adapter), with a UserWarning.
     """
 
+    # As the adapter's: with is_distributed, NPUOptimizer averages the gradients over the ranks
+    # itself (NPULossScaleOptimizer only agrees on overflow). Read by npurun.distribute.optimizer.
+    averages_gradients_over_ranks = True
+
     def __init__(self, opt, loss_scale_manager=None, is_distributed=False, is_loss_scale=False,
                  is_tailing_optimization=False, name=None):
         for flag, value in (("is_loss_scale", is_loss_scale), ("is_tailing_optimization", is_tailing_optimization)):
@@ -190,14 +196,6 @@ class NPUOptimizer(_LossScaledOptimizer):
         with _v1.init_scope():
             # an int: a bool in a collection cannot be written to a MetaGraphDef (TensorFlow warns)
             _v1.get_default_graph().add_to_collection(TAILING_COLLECTION, int(self._is_tailing_optimization))
-
-
-def check_tailing_optimization(graph, config_value: bool) -> None:
-    """ValueError if an NPUOptimizer in `graph` was built with another is_tailing_optimization."""
-    differing = sorted({bool(value) for value in graph.get_collection(TAILING_COLLECTION) if bool(value) != config_value})
-    if differing:
-        raise ValueError(f"NPURunConfig(is_tailing_optimization={config_value}) differs from "
-                         f"NPUOptimizer(is_tailing_optimization={differing[0]}); the two must be equal")
 
 
 __all__ = ["NPULossScaleOptimizer", "NPUOptimizer", "check_tailing_optimization"]

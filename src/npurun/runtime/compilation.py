@@ -37,7 +37,8 @@ from typing import Any, Callable, Sequence
 
 from .plan import Options, SessionPlan
 # The Estimator and dynamic_execute reach these through this module.
-from .xla_coverage import COMPILE_ID_ATTR, explained_compile_errors, whole_step_check  # noqa: F401
+from . import xla_coverage
+from .xla_coverage import COMPILE_ID_ATTR, whole_step_check  # noqa: F401
 
 JIT_VALUES = ("auto", "true", "false")
 
@@ -80,6 +81,12 @@ def resolve_jit(options: Options, gpu: bool | None = None) -> JitChoice:
     if options.get("mix_compile_mode", False):
         return JitChoice("mixed", device_type, why + ", mix_compile_mode=True: auto-clustering")
     return JitChoice("whole", device_type, why + ", mix_compile_mode=False: the whole step is compiled")
+
+
+def explained_compile_errors(options: Options, graph):
+    """A context manager: XLA compilation failures of the step re-raised naming the op
+    (`xla_coverage.explained_compile_errors`), for the JitChoice of `options`."""
+    return xla_coverage.explained_compile_errors(resolve_jit(options), graph)
 
 
 def loop_is_compiled(options: Options) -> bool:

@@ -1,7 +1,8 @@
-"""The session plan: everything the options ask of TensorFlow for one session.
+"""The session plan: everything the options ask of TensorFlow for one session (the types only).
 
-`build_plan` starts from the user's `session_config` and lets each contributor add what its
-options need. Contributors are small functions `contribute(options, mode, plan)`; each owns a
+`npurun.runtime.contributors.build_plan` starts from the user's `session_config`
+(`base_config_proto`) and lets each contributor add what its options need; this module does not
+know the contributors, so each of them imports it without a circle. Contributors are small functions `contribute(options, mode, plan)`; each owns a
 group of options, so no option is mapped in two places.
 """
 from __future__ import annotations
@@ -84,13 +85,3 @@ def base_config_proto(options: Options):
         # As tf.estimator did: ops without a kernel on the chosen device fall back to the CPU.
         proto.allow_soft_placement = True
     return proto
-
-
-def build_plan(options: Options, mode: str, contributors: tuple[Contributor, ...] | None = None) -> SessionPlan:
-    """The plan for a session in `mode` ("train", "eval", "infer")."""
-    from . import contributors as registry
-
-    plan = SessionPlan(config_proto=base_config_proto(options))
-    for contribute in contributors if contributors is not None else registry.CONTRIBUTORS:
-        contribute(options, mode, plan)
-    return plan

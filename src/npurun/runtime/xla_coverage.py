@@ -168,17 +168,15 @@ _NODE_IN_MESSAGE = re.compile(r"node `([^`]+)` with op|\{\{node ([^}]+)\}\}")
 
 
 @contextlib.contextmanager
-def explained_compile_errors(options: Options, graph):
+def explained_compile_errors(choice, graph):
     """In whole mode, re-raise an XLA compilation failure (XLA compiles at the first run, and again
     for each new input shape) with what the user needs: the jit options that asked for it, the op
     and where the user's code created it (also inside a compiled loop's body), and the ways out. The error keeps its TensorFlow type and the
     original as __cause__. Mixed mode leaves what it cannot compile to TensorFlow, so its rare
-    compile errors pass unchanged."""
+    compile errors pass unchanged. `choice`: the step's `compilation.JitChoice` (this module does not
+    import compilation, which imports it)."""
     import tensorflow as tf
 
-    from .compilation import resolve_jit
-
-    choice = resolve_jit(options)
     try:
         yield
     except tf.errors.InvalidArgumentError as error:

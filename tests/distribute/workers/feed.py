@@ -11,7 +11,7 @@ from common import OUT, tf, write
 
 from npurun import NPURunConfig
 from npurun.distribute import cluster, feed
-from npurun.runtime.plan import build_plan
+from npurun.runtime.contributors import build_plan
 
 steps, devices = int(sys.argv[1]), sys.argv[2]
 build_plan(NPURunConfig(local_rank_id=0, local_device_list=devices).options, "train")

@@ -9,7 +9,7 @@ from common import tf, write
 
 from npurun import NPURunConfig
 from npurun.distribute import get_rank_id, hccl_ops
-from npurun.runtime.plan import build_plan
+from npurun.runtime.contributors import build_plan
 
 v1 = tf.compat.v1
 plan = build_plan(NPURunConfig(hccl_timeout=30).options, "train")

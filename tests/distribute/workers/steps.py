@@ -20,7 +20,7 @@ steps = int(os.environ.get("STEPS", "400"))
 surface = os.environ.get("SURFACE", "session")
 if os.environ.get("HCCL_TIMEOUT_OPTION"):
     from npurun import NPURunConfig
-    from npurun.runtime.plan import build_plan
+    from npurun.runtime.contributors import build_plan
 
     build_plan(NPURunConfig(hccl_timeout=int(os.environ["HCCL_TIMEOUT_OPTION"])).options, "train")
 total = hccl_ops.allreduce(tf.constant([1.0]), "sum")

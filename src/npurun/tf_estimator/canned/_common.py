@@ -12,18 +12,14 @@ _v1 = tf.compat.v1
 
 def estimator_base():
     """tf.estimator.Estimator as npurun gives it (NPUEstimator with tf.estimator's signature)."""
-    try:
-        from npurun.tf_estimator import Estimator  # the new layout (issue 22)
-    except ImportError:
-        from npurun.compat.tf_estimator import Estimator
+    from .. import Estimator
+
     return Estimator
 
 
 def adapter_api_error():
-    try:
-        from npurun.names.coverage import AdapterAPIError
-    except ImportError:
-        from npurun.compat.aliases import AdapterAPIError
+    from ...names.coverage import AdapterAPIError
+
     return AdapterAPIError
 
 

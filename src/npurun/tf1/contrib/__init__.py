@@ -1,0 +1,309 @@
+"""`tf.contrib` for TensorFlow 1 scripts, from maintained packages where they exist.
+
+TensorFlow 2 removed `tf.contrib`. What scripts use most (counted over the model folders of Ascend's
+public ModelZoo-TensorFlow; `MODELZOO_FOLDERS` below) is provided here:
+
+- `contrib.slim` *is* the `tf-slim` package, and `contrib.layers` / `contrib.framework` are the
+  same functions from it (tf-slim is where they were moved when contrib was removed);
+- `contrib.data`, `contrib.rnn`, `contrib.metrics` map to their TensorFlow 1 successors in
+  `tf.compat.v1` (`data.experimental`, `nn.rnn_cell`, `metrics`);
+- `contrib.training.HParams` is `npurun.tf1.hparams.HParams`;
+- `contrib.learn`'s ModeKeys, VocabularyProcessor and MNIST reader are `npurun.tf1.contrib.learn`;
+  `contrib.util` and `contrib.lookup` are their TensorFlow 1 successors (`get_static_value`, `lookup_ops`);
+- `contrib.tpu`'s TPUEstimator / TPUEstimatorSpec / RunConfig / TPUConfig run with `use_tpu=False`, as
+  TensorFlow 1 ran them without a TPU (`npurun.tf1.contrib.tpu`).
+
+Every other name raises `AdapterAPIError` naming it, on use (a script that only imports it still
+loads). Nothing here imports TensorFlow until a name is read. The table is rendered into
+docs/compat.md (`npurun.tools.compat_docs`).
+"""
+from __future__ import annotations
+
+import importlib
+import types
+
+from ...names.coverage import AdapterAPIError, Mapped, Unsupported, resolve
+
+_SLIM = "tf_slim"
+_V1 = "tensorflow.compat.v1"
+
+
+def _target(target: str) -> str:
+    """`"tensorflow.compat.v1:train.list_variables"` -> `"tensorflow.compat.v1.train:list_variables"`."""
+    module, _, attribute = target.partition(":")
+    if "." in attribute:
+        path, _, attribute = attribute.rpartition(".")
+        module = f"{module}.{path}"
+    return f"{module}:{attribute}" if attribute else module
+
+
+def _from(module: str, *names: str, rename: dict | None = None) -> dict:
+    """`names` from `module`, and `rename` = {name: full target ("module:attr" or a module path)}."""
+    table = {name: Mapped(f"{module}:{name}") for name in names}
+    for name, target in (rename or {}).items():
+        table[name] = Mapped(_target(target))
+    return table
+
+
+LAYERS = _from(_SLIM, *"""
+    xavier_initializer xavier_initializer_conv2d variance_scaling_initializer l1_regularizer l2_regularizer
+    l1_l2_regularizer sum_regularizer apply_regularization layer_norm batch_norm instance_norm group_norm
+    fully_connected linear relu relu6 elu softmax conv1d conv2d conv3d convolution convolution1d convolution2d
+    convolution3d conv2d_transpose conv3d_transpose convolution2d_transpose convolution3d_transpose conv2d_in_plane
+    convolution2d_in_plane separable_conv2d separable_convolution2d flatten dropout max_pool2d max_pool3d avg_pool2d
+    avg_pool3d pool bias_add one_hot_encoding repeat stack unit_norm maxout spatial_softmax dense_to_sparse
+    images_to_sequence sequence_to_images scale_gradient legacy_fully_connected optimize_loss OPTIMIZER_CLS_NAMES
+    OPTIMIZER_SUMMARIES summarize_activation summarize_activations summarize_collection summarize_tensor
+    summarize_tensors recompute_grad rev_block RevBlock GDN gdn
+    """.split(), rename={"xavier_initializer_conv": f"{_SLIM}:xavier_initializer_conv2d"})
+_FEATURE_COLUMNS = ("contrib's feature columns were replaced by tf.feature_column, whose API differs; "
+                    "rewrite the input layer with tf.feature_column")
+LAYERS.update({name: Unsupported(_FEATURE_COLUMNS) for name in (
+    "real_valued_column", "sparse_column_with_hash_bucket", "sparse_column_with_keys", "embedding_column",
+    "input_from_feature_columns", "bucketized_column", "one_hot_column", "crossed_column")})
+
+FRAMEWORK = _from(_SLIM, *"""
+    arg_scope add_arg_scope has_arg_scope arg_scoped_arguments current_arg_scope get_variables
+    get_variables_to_restore get_variables_by_name get_variables_by_suffix get_model_variables get_local_variables
+    get_trainable_variables get_unique_variable model_variable local_variable variable global_variable
+    add_model_variable assign_from_checkpoint assign_from_checkpoint_fn assign_from_values assign_from_values_fn
+    filter_variables get_global_step get_or_create_global_step create_global_step assert_global_step
+    assert_or_get_global_step get_variable_full_name VariableDeviceChooser
+    """.split(), rename={
+        "list_variables": f"{_V1}:train.list_variables", "load_checkpoint": f"{_V1}:train.load_checkpoint",
+        "load_variable": f"{_V1}:train.load_variable", "init_from_checkpoint": f"{_V1}:train.init_from_checkpoint",
+        "nest": "tensorflow.python.util.nest", "is_tensor": f"{_V1}:is_tensor", "sort": f"{_V1}:sort",
+        "argsort": f"{_V1}:argsort", "convert_to_tensor_or_sparse_tensor":
+            f"{_V1}:convert_to_tensor_or_sparse_tensor"})
+
+DATA = _from(f"{_V1}", rename={name: f"{_V1}:data.experimental.{name}" for name in """
+    AUTOTUNE map_and_batch parallel_interleave shuffle_and_repeat group_by_window group_by_reducer Reducer
+    prefetch_to_device copy_to_device bucket_by_sequence_length ignore_errors unbatch sample_from_datasets
+    choose_from_datasets Counter scan enumerate_dataset get_single_element make_batched_features_dataset
+    make_csv_dataset CsvDataset SqlDataset rejection_resample dense_to_sparse_batch parse_example_dataset
+    make_saveable_from_iterator""".split()})
+DATA.update({"TFRecordDataset": Mapped(_target(f"{_V1}:data.TFRecordDataset")),
+             "batch_and_drop_remainder": Mapped("npurun.tf1.hparams:batch_and_drop_remainder"),
+             "sliding_window_batch": Unsupported("removed in TensorFlow 1.13; use Dataset.window(...).flat_map")})
+
+RNN = _from(_V1, rename={name: f"{_V1}:nn.rnn_cell.{name}" for name in """
+    RNNCell BasicRNNCell BasicLSTMCell LSTMCell GRUCell MultiRNNCell LSTMStateTuple DropoutWrapper
+    ResidualWrapper DeviceWrapper""".split()})
+RNN.update(_from(_V1, rename={name: f"{_V1}:nn.{name}" for name in (
+    "static_rnn", "static_bidirectional_rnn", "static_state_saving_rnn")}))
+_FUSED_RNN = "a contrib-only RNN cell kernel with no TensorFlow 2 successor; use tf.nn.rnn_cell.LSTMCell"
+RNN.update({name: Unsupported(_FUSED_RNN) for name in (
+    "LSTMBlockCell", "LayerNormBasicLSTMCell", "NASCell", "GRUBlockCell", "LSTMBlockFusedCell", "AttentionCellWrapper")})
+
+METRICS = _from(_V1, rename={
+    **{name: f"{_V1}:metrics.{name}" for name in ("accuracy", "auc", "mean", "mean_iou", "precision", "recall")},
+    "streaming_accuracy": f"{_V1}:metrics.accuracy", "streaming_mean": f"{_V1}:metrics.mean",
+    "streaming_mean_iou": f"{_V1}:metrics.mean_iou", "streaming_auc": f"{_V1}:metrics.auc",
+    "streaming_precision": f"{_V1}:metrics.precision", "streaming_recall": f"{_V1}:metrics.recall",
+    "streaming_mean_squared_error": f"{_V1}:metrics.mean_squared_error",
+    "streaming_mean_absolute_error": f"{_V1}:metrics.mean_absolute_error"})
+
+TRAINING = {"HParams": Mapped("npurun.tf1.hparams:HParams"),
+            "checkpoints_iterator": Mapped(_target(f"{_V1}:train.checkpoints_iterator")),
+            "wait_for_new_checkpoint": Mapped("tensorflow.python.training.checkpoint_utils:wait_for_new_checkpoint")}
+
+OPT = {"LazyAdamOptimizer": Mapped("npurun.tf1.contrib.opt:LazyAdamOptimizer"),
+       "AdamWOptimizer": Unsupported("decoupled weight decay is not provided; add the decay to the loss or use "
+                                     "an optimizer from the script"),
+       "MovingAverageOptimizer": Unsupported("use tf.train.ExponentialMovingAverage and apply() it after the "
+                                             "train op")}
+
+IMAGE = {name: Mapped(f"npurun.tf1.contrib.image:{name}") for name in (
+    "transform", "rotate", "translate", "angles_to_projective_transforms", "translations_to_projective_transforms",
+    "compose_transforms")}
+_TPU = ("TPU execution has no CPU/GPU counterpart here; run TPUEstimator with use_tpu=False (as TensorFlow 1 "
+        "did without a TPU), or use tf.estimator.Estimator / NPUEstimator")
+_CONTRIB_TPU = "npurun.tf1.contrib.tpu"
+TPU = {name: Mapped(f"{_CONTRIB_TPU}:{name}") for name in (
+    "TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputPipelineConfig")}
+TPU.update({name: Unsupported(_TPU) for name in (
+    "CrossShardOptimizer", "bfloat16_scope", "rewrite", "shard", "batch_parallel", "outside_compilation",
+    "initialize_system", "shutdown_system", "replicate", "core")})
+_NOT_PORTED = "a tf.contrib module with no maintained TensorFlow 2 package; rewrite that part with core TensorFlow"
+_SUMMARY_WRITERS = "contrib.summary's graph-mode writers are not provided; use the TF 1 tf.summary"
+# TPU-descended scripts add `tf.contrib.summary.all_summary_ops()` to the train op's dependencies whether or
+# not they wrote any: the graph's collection of v2 summary ops, which TensorFlow 2 still keeps.
+SUMMARY = {"all_summary_ops": Mapped(_target(f"{_V1}:summary.all_v2_summary_ops"))}
+SUMMARY.update({name: Unsupported(_SUMMARY_WRITERS) for name in (
+    "create_file_writer", "always_record_summaries", "record_summaries_every_n_global_steps", "scalar", "image",
+    "histogram", "flush", "never_record_summaries", "summary_writer_initializer_op", "create_db_writer")})
+
+_LEARN = "npurun.tf1.contrib.learn"
+# contrib.learn: ModeKeys (122 uses in ModelZoo), the VocabularyProcessor of text scripts, the MNIST reader.
+LEARN = {name: Mapped(f"{_LEARN}:{name}") for name in (
+    "ModeKeys", "TRAIN", "EVAL", "INFER", "preprocessing", "datasets")}
+LEARN.update({name: Unsupported("contrib.learn's Estimator API was replaced by tf.estimator; use tf.estimator / "
+                                "NPUEstimator") for name in (
+    "Estimator", "Experiment", "RunConfig", "monitors", "learn_runner", "SKCompat", "DNNClassifier",
+    "LinearClassifier")})
+UTIL = _from(_V1, rename={"constant_value": f"{_V1}:get_static_value", "make_tensor_proto": f"{_V1}:make_tensor_proto",
+                          "make_ndarray": f"{_V1}:make_ndarray"})
+_LOOKUP_OPS = "tensorflow.python.ops.lookup_ops"
+LOOKUP = _from(_LOOKUP_OPS, *"""
+    HashTable KeyValueTensorInitializer TextFileInitializer TextFileIndex MutableHashTable MutableDenseHashTable
+    IdTableWithHashBuckets index_table_from_tensor index_to_string_table_from_tensor index_table_from_file
+    index_to_string_table_from_file""".split())
+
+# Module name (below tensorflow.contrib) -> its names. Only listed modules have usable names.
+MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
+           "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE, "summary": SUMMARY, "learn": LEARN,
+           "util": UTIL, "lookup": LOOKUP}
+# Whole modules that are another package.
+PACKAGES = {"slim": _SLIM}
+UNSUPPORTED_MODULES = {
+    "cluster_resolver": _TPU,
+    "distribute": "contrib.distribute was replaced by tf.distribute; npurun runs data parallel with "
+                  "NPUDistributedOptimizer under `npurun launch`",
+    "mixed_precision": "use npu_bridge's NPULossScaleOptimizer with a loss-scale manager",
+    "hccl": "use npu_bridge.hccl / hccl.manage.api",
+    "seq2seq": _NOT_PORTED, "crf": _NOT_PORTED, "cudnn_rnn": _NOT_PORTED,
+    "quantize": _NOT_PORTED, "distributions": "use tensorflow-probability",
+    "sparsemax": _NOT_PORTED, "tfprof": "use tf.compat.v1.profiler", "cloud": _NOT_PORTED,
+    "compiler": _NOT_PORTED, "keras": "use tf.keras", "estimator": "use tf.estimator",
+    "legacy_seq2seq": _NOT_PORTED, "losses": _NOT_PORTED,
+}
+# Deep import paths of contrib (`from tensorflow.contrib.layers.python.layers import utils`) -> module.
+PATHS = {
+    "slim": _SLIM, "slim.nets": "tf_slim.nets", "slim.python.slim": _SLIM, "slim.python.slim.nets": "tf_slim.nets",
+    "layers.python.layers": "tf_slim.layers", "layers.python": "tf_slim.layers",
+    "framework.python.ops": "tf_slim.ops", "training.python.training": "tf_slim.training",
+    "image.python.ops.image_ops": "npurun.tf1.contrib.image",
+    "image.python.ops.distort_image_ops": "npurun.tf1.contrib.image",
+    "tpu.python.tpu.tpu_function": "npurun.tf1.contrib.tpu",
+    "tpu.python.tpu.tpu_config": "npurun.tf1.contrib.tpu", "tpu.python.tpu.tpu_estimator": "npurun.tf1.contrib.tpu",
+    "learn.python.learn.datasets.mnist": "npurun.tf1.mnist_input_data",
+    "learn.python.learn.preprocessing": _LEARN,
+}
+
+# Deep paths that import (the scripts import them at the top, for a multi-shard branch they do not take
+# here) but whose every use raises.
+IMPORT_ONLY_PATHS = {
+    "tpu.python.ops.tpu_ops": "TPU cross-replica and infeed/outfeed ops need a TPU; with one device the scripts' "
+                              "number_of_shards is None and they do not call them",
+}
+
+# Model folders of Ascend/ModelZoo-TensorFlow using each tf.contrib module (counted while building this).
+MODELZOO_FOLDERS = {"layers": 260, "slim": 141, "data": 111, "framework": 73, "tpu": 52, "rnn": 46,
+                    "training": 38, "cluster_resolver": 34, "image": 32, "distribute": 22, "opt": 21,
+                    "metrics": 16, "summary": 13, "learn": 34, "util": 8, "lookup": 7}
+
+
+def _error(name: str, why: str) -> AdapterAPIError:
+    return AdapterAPIError(f"tf.contrib.{name} is not supported by npurun: {why}", name=f"tf.contrib.{name}")
+
+
+class _Unavailable:
+    """The value of a name that cannot work: any use raises, naming it (importing it still works)."""
+
+    def __init__(self, name, why):
+        object.__setattr__(self, "_args", (name, why))
+
+    def _raise(self, *args, **kwargs):
+        raise _error(*self._args)
+
+    __call__ = _raise
+
+    def __getattr__(self, attribute):
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        self._raise()
+
+    def __mro_entries__(self, bases):
+        self._raise()
+
+    def __repr__(self):
+        return f"<npurun: tf.contrib.{self._args[0]} is not supported: {self._args[1]}>"
+
+
+class ContribModule(types.ModuleType):
+    """`tensorflow.contrib` or one of its modules; names are resolved from the tables when first read."""
+
+    def __init__(self, short_name: str):
+        super().__init__(f"tensorflow.contrib{'.' + short_name if short_name else ''}")
+        self._short = short_name
+        self.__npurun_compat__ = True
+        self.__path__ = []  # a package: `import tensorflow.contrib.layers.python.layers` works
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        full = f"{self._short}.{name}" if self._short else name
+        value = self._lookup(name, full)
+        self.__dict__[name] = value
+        return value
+
+    def _lookup(self, name, full):
+        if not self._short:
+            if name in PACKAGES or name in MODULES:
+                return importlib.import_module(f"tensorflow.contrib.{name}")
+            if name in UNSUPPORTED_MODULES:
+                return UnsupportedModule(name, UNSUPPORTED_MODULES[name])
+            return _Unavailable(full, "it is not in npurun's tf.contrib table (docs/compat.md)")
+        entry = MODULES[self._short].get(name)
+        if entry is None:
+            return _Unavailable(full, "it is not in npurun's tf.contrib table (docs/compat.md)")
+        if isinstance(entry, Unsupported):
+            return _Unavailable(full, entry.why)
+        return resolve(entry, f"tf.contrib.{full}")
+
+    def __dir__(self):
+        names = (set(PACKAGES) | set(MODULES) | set(UNSUPPORTED_MODULES)) if not self._short else set(
+            MODULES[self._short])
+        return sorted(names | set(super().__dir__()))
+
+
+class UnsupportedModule(types.ModuleType):
+    def __init__(self, short_name, why):
+        super().__init__(f"tensorflow.contrib.{short_name}")
+        self._why = why
+        self.__path__ = []  # deeper imports reach the finder, which names them
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _Unavailable(f"{self.__name__[len('tensorflow.contrib.'):]}.{name}", self._why)
+
+
+def module_for(fullname: str):
+    """The module an import of `fullname` (tensorflow.contrib[.…]) gives; AdapterAPIError when there is none."""
+    rest = fullname[len("tensorflow.contrib"):].lstrip(".")
+    if not rest:
+        return ContribModule("")
+    if rest == "framework.python.ops":
+        return _framework_ops(fullname)
+    if rest in PATHS:
+        return importlib.import_module(PATHS[rest])
+    if rest in IMPORT_ONLY_PATHS:
+        return UnsupportedModule(rest, IMPORT_ONLY_PATHS[rest])
+    if rest in MODULES:
+        return ContribModule(rest)
+    if any(path.startswith(rest + ".") for path in (*PATHS, *IMPORT_ONLY_PATHS)):
+        package = types.ModuleType(fullname)  # an intermediate package of a deep path (`framework.python`)
+        package.__path__ = []
+        return package
+    for prefix in sorted(PATHS, key=len, reverse=True):  # the longest path that matches
+        if rest.startswith(prefix + "."):
+            return importlib.import_module(PATHS[prefix] + rest[len(prefix):])
+    if rest in UNSUPPORTED_MODULES:  # importable (as `from tensorflow.contrib import image` is); any use raises
+        return UnsupportedModule(rest, UNSUPPORTED_MODULES[rest])
+    top = rest.split(".")[0]
+    if top in UNSUPPORTED_MODULES:
+        raise _error(rest, UNSUPPORTED_MODULES[top])
+    raise _error(rest, "it is not in npurun's tf.contrib table (docs/compat.md)")
+
+
+def _framework_ops(fullname):
+    """contrib.framework.python.ops as TF 1 had it: arg_scope's and variables' functions at the top
+    (`from ...ops import arg_scope, add_arg_scope` gives the functions), `variables` the module (tf-slim's)."""
+    module = types.ModuleType(fullname)
+    module.__path__ = []  # `...ops.variables` / `...ops.arg_scope` as modules: the finder maps them to tf_slim.ops
+    for name in ("tf_slim.ops.variables", "tf_slim.ops.arg_scope"):
+        source = importlib.import_module(name)
+        module.__dict__.update({attribute: getattr(source, attribute) for attribute in source.__all__})
+    module.variables = importlib.import_module("tf_slim.ops.variables")
+    return module

@@ -1,0 +1,431 @@
+"""The TensorFlow 1 world of scripts: `import tensorflow as tf` in a script gives TensorFlow 1's API.
+
+Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.placeholder`,
+`tf.contrib`, ...) written as `import tensorflow as tf`. While the compat layer is active:
+
+- `import tensorflow` / `from tensorflow import ...` in a *script* module (one whose file is not in
+  site-packages, the standard library or npurun) gives `TF1Module`: `tf.compat.v1` (with what
+  `tf_estimator.attach` adds: `tf.estimator`, the NpuOptimizer `Session`, TF 1 `layers`) plus
+  `tf.contrib` (`npurun.tf1.contrib`). npurun and third-party libraries keep TensorFlow 2.
+  The importer is told apart by the globals the import statement passes to `__import__`, so a
+  script's own local modules (model.py next to train.py) are scripts too.
+- `tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist.input_data` are importable, and
+  `tensorflow.python.framework.graph_util.convert_variables_to_constants`, `ops.Tensor`, `ops.IndexedSlices`,
+  `tensorflow.python.ops.array_ops.stack` / `unstack` exist again at their TF 1 paths;
+- `from tensorflow.python.keras[.x] import y` gives tf-keras's module (`tf_keras.src[.x]`), the Keras
+  the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session); so does a script's
+  standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
+- NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
+  as in the NumPy of TensorFlow 1.15; absl flags take a str `enum_values` as absl-py 0.x did; `time.clock`
+  (Python 3.7's, removed in 3.8) is `time.process_time`.
+- With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
+  shapes and tensor equality, v1 control flow) is switched on when a script first imports
+  TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
+  TensorFlow cannot switch back to eager execution afterwards, so graph mode stays for the process.
+"""
+from __future__ import annotations
+
+import builtins
+import importlib
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+import sysconfig
+import types
+import warnings
+
+from . import contrib
+
+_ESTIMATOR_MODULES = ("estimator", "run_config", "model_fn", "training")
+_EXTRA_MODULES = {
+    "tensorflow.examples": None, "tensorflow.examples.tutorials": None, "tensorflow.examples.tutorials.mnist": None,
+    "tensorflow.examples.tutorials.mnist.input_data": "npurun.tf1.mnist_input_data",
+    "tensorflow.python.data.experimental.ops.threadpool": "npurun.tf1.data_threadpool",
+    # TF 1's estimator at its implementation path (`from tensorflow.python.estimator import estimator`):
+    # each module is the script's tf.estimator, which holds the names scripts take from them.
+    "tensorflow.python.estimator": lambda: _estimator_package("tensorflow.python.estimator"),
+    **{f"tensorflow.python.estimator.{sub}": lambda: _script_estimator() for sub in _ESTIMATOR_MODULES},
+}
+# tf.estimator's premade estimators and heads at their implementation paths, TF 1's
+# (`tensorflow.python.estimator.canned.dnn`) and tensorflow_estimator's
+# (`tensorflow_estimator.python.estimator.head.binary_class_head`): npurun.tf_estimator.canned / .head.
+_CANNED_MODULES = ("dnn", "linear", "dnn_linear_combined", "baseline", "boosted_trees", "head", "optimizers",
+                   "metric_keys", "prediction_keys", "parsing_utils")
+_HEAD_MODULES = {"base_head": "base", "binary_class_head": "classification", "multi_class_head": "classification",
+                 "multi_label_head": "classification", "regression_head": "regression", "multi_head": "multi",
+                 "head_utils": "head_utils"}
+_TF_ESTIMATOR_PACKAGE = "tensorflow_estimator"  # given only when no real tensorflow_estimator is installed
+for _root in ("tensorflow.python.estimator", "tensorflow_estimator.python.estimator"):
+    _EXTRA_MODULES[f"{_root}.canned"] = ("package", "npurun.tf_estimator.canned")
+    _EXTRA_MODULES[f"{_root}.head"] = ("package", "npurun.tf_estimator.head")
+    _EXTRA_MODULES.update({f"{_root}.canned.{sub}": f"npurun.tf_estimator.canned.{sub}" for sub in _CANNED_MODULES})
+    _EXTRA_MODULES.update({f"{_root}.head.{sub}": f"npurun.tf_estimator.head.{target}"
+                           for sub, target in _HEAD_MODULES.items()})
+_EXTRA_MODULES.update({
+    "tensorflow_estimator": lambda: _tensorflow_estimator_package(),
+    "tensorflow_estimator.python": None,
+    "tensorflow_estimator.python.estimator": lambda: _estimator_package("tensorflow_estimator.python.estimator"),
+    **{f"tensorflow_estimator.python.estimator.{sub}": lambda: _script_estimator() for sub in _ESTIMATOR_MODULES},
+})
+_IMPLEMENTATION_PACKAGES = ("python", "core", "contrib", "examples", "tools", "lite", "compiler", "_api", "include",
+                            "dtensor", "tsl", "xla_aot_runtime_src")
+_LAYERS_DEPRECATED = r"`tf\.layers\.\w+` is deprecated"
+_NUMPY_ALIASES = {"float": float, "int": int, "bool": bool, "object": object, "str": str, "complex": complex,
+                  "long": int, "unicode": str}
+_NPURUN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class TF1Module(types.ModuleType):
+    """`tensorflow` as a TensorFlow 1 script sees it: `tf.compat.v1` plus `tf.contrib`."""
+
+    def __init__(self, tf):
+        super().__init__("tensorflow", "TensorFlow 1's API (tf.compat.v1) as npurun run gives it to scripts.")
+        self.__dict__["_v1"] = tf.compat.v1
+        # tf.compat.v1.compat.v1 is another module object than tf.compat.v1 (which attach() adjusts).
+        self.__dict__["compat"] = tf.compat
+
+    def __getattr__(self, name):
+        if name == "contrib":
+            return importlib.import_module("tensorflow.contrib")
+        try:
+            return getattr(self._v1, name)
+        except AttributeError:
+            if name.startswith("__"):
+                raise
+            raise AttributeError(f"module 'tensorflow' has no attribute {name!r}: under npurun run a script's "
+                                 f"tensorflow is TensorFlow 1's API as TensorFlow {self._v1.VERSION} keeps it "
+                                 f"(tf.compat.v1), which has no {name!r}") from None
+
+    def __dir__(self):
+        return sorted(set(dir(self._v1)) | {"contrib"})
+
+
+def _library_dirs() -> tuple:
+    paths = {_NPURUN_DIR}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            paths.add(sysconfig.get_paths()[key])
+        except KeyError:
+            pass
+    return tuple(os.path.realpath(p) + os.sep for p in paths if p)
+
+
+def is_script(globals_) -> bool:
+    """Whether an import with these module globals comes from a script (gets TensorFlow 1)."""
+    if not globals_:
+        return False
+    name = globals_.get("__name__") or ""
+    if name == "npurun" or name.startswith("npurun."):
+        return False
+    path = globals_.get("__file__")
+    if not path:
+        return name == "__main__"
+    path = os.path.realpath(path)
+    if os.sep + "site-packages" + os.sep in path or os.sep + "dist-packages" + os.sep in path:
+        return False
+    return not path.startswith(_library_dirs())
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Makes an import of one name give another module (`sys.modules` is read back after exec_module)."""
+
+    def __init__(self, make):
+        self._make = make
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        sys.modules[module.__name__] = self._make(module.__name__)
+
+
+class TF1Finder(importlib.abc.MetaPathFinder):
+    """`tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist...` while the TF1 world is on."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == "tensorflow.contrib" or fullname.startswith("tensorflow.contrib."):
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(contrib.module_for), is_package=True)
+        if fullname in _EXTRA_MODULES:
+            if fullname.startswith(_TF_ESTIMATOR_PACKAGE) and _real_tensorflow_estimator():
+                return None
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(_extra_module), is_package=True)
+        if fullname == "tensorflow_core" or fullname.startswith("tensorflow_core."):
+            # TF 1.15 / 2.0 installed TensorFlow's code as `tensorflow_core`; some scripts import that name.
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(
+                lambda name: importlib.import_module("tensorflow" + name[len("tensorflow_core"):])), is_package=True)
+        return None
+
+
+_TF_PYTHON_KERAS = "tensorflow.python.keras"
+
+
+def _legacy_keras_module(name):
+    """`from tensorflow.python.keras[.x] import y` in a script: tf-keras's module (`tf_keras.src[.x]`).
+
+    TF 1's `tensorflow.python.keras` was the Keras that `tf.keras` is; here `tf.keras` is tf-keras, while
+    TensorFlow 2.21's own `tensorflow.python.keras` is a separate, partial copy with its own session and
+    graph state: `K.set_session(sess)` on it would not reach the models the script builds with tf.keras.
+    None where tf-keras has no such module (the import then goes to TensorFlow as written).
+    """
+    target = "tf_keras.src" + name[len(_TF_PYTHON_KERAS):]
+    try:
+        return importlib.import_module(target)
+    except ImportError:
+        return None
+
+
+def _standalone_keras(name, fromlist):
+    """`import keras` / `from keras.layers import Dense` in a TF 1 script: tf-keras's module (`tf_keras.src[.x]`).
+
+    TensorFlow 1.15 scripts' standalone `keras` was Keras 2 on the TensorFlow backend (56 ModelZoo folders);
+    Keras 3 (today's `keras`) has no graph mode or sessions. tf-keras is Keras 2, the Keras the script's
+    `tf.keras` is, sharing its session (`K.set_session`). A module tf-keras lacks (`keras.engine.topology`)
+    is a ModuleNotFoundError naming it."""
+    target = "tf_keras.src" + name[len("keras"):]
+    try:
+        module = importlib.import_module(target)
+    except ModuleNotFoundError as missing:
+        raise ModuleNotFoundError(
+            f"No module named {name!r}: under npurun run a TensorFlow 1 script's `keras` is tf-keras (Keras 2, as "
+            f"with TensorFlow 1.15), which has no {target!r}", name=name) from missing
+    for item in fromlist or ():
+        if item != "*" and not hasattr(module, item):
+            try:
+                importlib.import_module(f"{target}.{item}")
+            except ImportError:
+                pass  # a name, not a submodule: `from keras.layers import Dense` reads it from the module
+    return module if fromlist else importlib.import_module("tf_keras.src")
+
+
+def _script_estimator():
+    import tensorflow as tf
+
+    return tf.compat.v1.estimator  # attached by npurun.compat while active (TF 2.16+ has none of its own)
+
+
+def _estimator_package(name):
+    namespace = _script_estimator()
+    package = types.ModuleType(name)
+    package.__path__ = []
+    package.__dict__.update({sub: namespace for sub in _ESTIMATOR_MODULES})
+    package.__getattr__ = lambda attribute: getattr(namespace, attribute)  # PEP 562: the names of tf.estimator too
+    return package
+
+
+def _tensorflow_estimator_package():
+    """`import tensorflow_estimator as tfe; tfe.estimator.DNNClassifier` (TF 2.x's separate estimator package)."""
+    package = types.ModuleType(_TF_ESTIMATOR_PACKAGE, "tf.estimator as npurun provides it (TensorFlow 2.16+ has no "
+                                                      "tensorflow_estimator)")
+    package.__path__ = []
+    package.estimator = _script_estimator()
+    return package
+
+
+def _real_tensorflow_estimator() -> bool:
+    """Whether a real tensorflow_estimator is installed (then its own modules are imported, not npurun's)."""
+    if _real_tensorflow_estimator.found is None:
+        _real_tensorflow_estimator.found = importlib.machinery.PathFinder.find_spec(_TF_ESTIMATOR_PACKAGE) is not None
+    return _real_tensorflow_estimator.found
+
+
+_real_tensorflow_estimator.found = None
+
+
+def _alias_package(fullname, target):
+    """A package named `fullname` whose attributes are `target`'s (its submodules come from the finder)."""
+    package = types.ModuleType(fullname, f"{target} at {fullname}")
+    package.__path__ = []
+    package.__getattr__ = lambda attribute: getattr(importlib.import_module(target), attribute)
+    return package
+
+
+def _extra_module(fullname):
+    target = _EXTRA_MODULES[fullname]
+    if callable(target):
+        return target()
+    if isinstance(target, tuple):
+        return _alias_package(fullname, target[1])
+    if target is not None:
+        return importlib.import_module(target)
+    module = types.ModuleType(fullname)
+    module.__path__ = []
+    return module
+
+
+class TF1World:
+    """Installs and removes everything above; `activate()` / `deactivate()` own one."""
+
+    def __init__(self, graph_mode: bool, scripts_get_tf1: bool = True):
+        self.graph_mode = graph_mode
+        # False for TensorFlow 2 scripts (classic tf.estimator code): they keep `import tensorflow`
+        # as it is; the TF 1 module paths below stay importable.
+        self.scripts_get_tf1 = scripts_get_tf1
+        self._finder = TF1Finder()
+        self._original_import = None
+        self._module = None
+        self._patched = []  # (object, attribute) set by attach()
+        self._restore = []  # (object, attribute, original value) replaced by attach()
+        self._warning_filter = None
+
+    def install(self):
+        sys.meta_path.insert(0, self._finder)
+        # tf-keras warns at every tf.layers call site that tf.layers is deprecated; in a TF 1 script that is
+        # noise on every run (TF 1.15 logged it once per function).
+        warnings.filterwarnings("ignore", message=_LAYERS_DEPRECATED, category=UserWarning)
+        self._warning_filter = warnings.filters[0]
+        self._original_import = original = builtins.__import__
+
+        def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
+            script = (self.scripts_get_tf1 and level == 0 and name.partition(".")[0] == "tensorflow"
+                      and is_script(globals))
+            if (self.scripts_get_tf1 and level == 0 and (name == "keras" or name.startswith("keras."))
+                    and is_script(globals)):
+                return _standalone_keras(name, fromlist)
+            if script and fromlist and (name == _TF_PYTHON_KERAS or name.startswith(_TF_PYTHON_KERAS + ".")):
+                keras = _legacy_keras_module(name)
+                if keras is not None:
+                    return keras
+            if script and "." in name:
+                namespace = self._api_namespace(name)
+                if namespace is not None:  # `from tensorflow.train import AdamOptimizer`: TF 1's tf.train
+                    return namespace if fromlist else self.module()
+            module = original(name, globals, locals, fromlist, level)
+            if script and getattr(module, "__name__", "") == "tensorflow":
+                return self.module()
+            return module
+
+        builtins.__import__ = tf1_import
+
+    def _api_namespace(self, name):
+        """`tensorflow.train`, `tensorflow.layers`, `tensorflow.compat.v1.keras`, ... as TF 1's API has them.
+
+        TF 1 could import its API namespaces as modules; TF 2's are TF 2's (or gone). Implementation
+        paths (`tensorflow.python...`, `tensorflow.core...`) and the modules the finder provides are
+        imported as they are.
+        """
+        parts = name.split(".")[1:]
+        if parts[0] in _IMPLEMENTATION_PACKAGES:
+            return None
+        value = self.module()
+        for part in parts:
+            value = getattr(value, part, None)
+            if not isinstance(value, types.ModuleType):
+                return None
+        return value
+
+    def module(self) -> TF1Module:
+        if self._module is None:
+            import tensorflow as tf
+
+            if self.graph_mode:
+                self._enter_graph_mode()
+            self._module = TF1Module(tf)
+        return self._module
+
+    def _enter_graph_mode(self):
+        from tensorflow.python.compat import v2_compat
+        from tensorflow.python.eager import context
+        from tensorflow.python.ops import resource_variables_toggle
+        from tensorflow.python.util import deprecation
+
+        if context.executing_eagerly():
+            # The switches are deprecated for users migrating to TF 2; here they are the point.
+            with deprecation.silence():
+                v2_compat.disable_v2_behavior()
+                resource_variables_toggle.enable_resource_variables()
+
+    def attach(self, tf):
+        """When TensorFlow is imported: TF 1 names at their TF 1 paths (`graph_util.convert_variables_to_constants`)."""
+        from tensorflow.python.framework import graph_util, indexed_slices, ops, tensor
+        from tensorflow.python.ops import array_ops, array_ops_stack
+
+        # tf-slim 1.1 (and TF 1 code reaching into tensorflow.python) still name ops.Tensor / ops.IndexedSlices,
+        # which TensorFlow 2.21 moved to their own modules: the same classes, at their old names.
+        for obj, attribute, value in (
+                (graph_util, "convert_variables_to_constants", tf.compat.v1.graph_util.convert_variables_to_constants),
+                (ops, "Tensor", tensor.Tensor), (ops, "IndexedSlices", indexed_slices.IndexedSlices),
+                # TF 1 code calling array_ops.stack / unstack (TabNet's sparsemax; 17 ModelZoo folders): TF 2.13
+                # moved them to array_ops_stack
+                (array_ops, "stack", array_ops_stack.stack), (array_ops, "unstack", array_ops_stack.unstack)):
+            if not hasattr(obj, attribute):
+                setattr(obj, attribute, value)
+                self._patched.append((obj, attribute))
+        if self.scripts_get_tf1:
+            self._numpy_aliases()
+            self._absl_str_enums()
+            import time
+
+            # Python 3.7 (TensorFlow 1.15's newest) still had time.clock, on Linux the process's CPU time;
+            # 3.8 removed it (5 ModelZoo folders time steps with it: GRU4Rec).
+            if not hasattr(time, "clock"):
+                time.clock = time.process_time
+                self._patched.append((time, "clock"))
+
+    def _absl_str_enums(self):
+        """`flags.DEFINE_enum(..., enum_values=("keras', 'graph_rewrite"), ...)`: official-models scripts (9
+        ModelZoo folders) pass a str by mistake. absl-py 0.x, TensorFlow 1.15's, kept it and tested membership
+        in it (`'keras' in "keras', 'graph_rewrite"`); absl-py 1.0+ refuses a str. Here a str is kept as 0.x kept
+        it, for the TF 1 script's run (put back when the world is uninstalled)."""
+        from absl.flags import _argument_parser
+
+        parser = _argument_parser.EnumParser
+        original = parser.__init__
+        if getattr(original, "__npurun_str_enum__", False):
+            return
+
+        def init(self, enum_values, case_sensitive=True):
+            as_given = enum_values
+            original(self, [enum_values] if isinstance(enum_values, str) else enum_values, case_sensitive)
+            if isinstance(as_given, str):
+                self.enum_values = as_given  # membership is a substring test, as in absl-py 0.x
+
+        init.__npurun_str_enum__ = True
+        parser.__init__ = init
+        self._restore.append((parser, "__init__", original))
+
+    def _numpy_aliases(self):
+        """NumPy's aliases of Python types that TensorFlow 1.15's NumPy (< 1.24) still had: `np.float`,
+        `np.int`, `np.bool`, ... (70, 95 and 47 ModelZoo folders use these three). NumPy 1.24 removed them;
+        each is the builtin it always was. Names NumPy has again (NumPy 2's `np.long`) are left alone."""
+        import numpy
+
+        for attribute, value in _NUMPY_ALIASES.items():
+            if attribute not in numpy.__dict__:
+                try:
+                    with warnings.catch_warnings():  # NumPy 2 warns about what some of these names will become
+                        warnings.simplefilter("ignore")
+                        getattr(numpy, attribute)
+                    continue  # provided by NumPy itself (its module __getattr__)
+                except AttributeError:
+                    pass
+                setattr(numpy, attribute, value)
+                self._patched.append((numpy, attribute))
+
+    def uninstall(self):
+        while self._finder in sys.meta_path:
+            sys.meta_path.remove(self._finder)
+        if self._original_import is not None and builtins.__import__ is not self._original_import:
+            builtins.__import__ = self._original_import
+        if self._warning_filter in warnings.filters:
+            warnings.filters.remove(self._warning_filter)
+            getattr(warnings, "_filters_mutated", lambda: None)()  # what filterwarnings() itself calls
+        for name in list(sys.modules):
+            if name.startswith(("tensorflow.contrib", "tensorflow_core")) or name in _EXTRA_MODULES:
+                del sys.modules[name]
+        real = sys.modules.get("tensorflow")
+        for attribute in ("contrib", "examples"):  # the import system set them on the real module
+            if real is not None and attribute in getattr(real, "__dict__", {}):
+                delattr(real, attribute)
+        for name in _EXTRA_MODULES:  # ... and on real packages deeper down (`...experimental.ops.threadpool`)
+            parent, _, attribute = name.rpartition(".")
+            if attribute in getattr(sys.modules.get(parent), "__dict__", {}):
+                delattr(sys.modules[parent], attribute)
+        for obj, attribute in self._patched:
+            delattr(obj, attribute)
+        self._patched.clear()
+        for obj, attribute, original in reversed(self._restore):
+            setattr(obj, attribute, original)
+        self._restore.clear()
+        # Graph mode, once entered, stays: TensorFlow cannot go back to eager after building graphs.
+        self._module = None

@@ -1,0 +1,108 @@
+"""`npurun check script.py`: what a script asks of the NPU adapter, and what each thing does here.
+
+A static report (the script and the local modules it imports are parsed with `ast`, never run;
+TensorFlow is not imported) of:
+
+- every `NPURunConfig(...)` / `tf.estimator.RunConfig(...)` keyword argument: the option's status here
+  (`effect`, `effect (GPU only)`, `accepted, no effect here`, `not supported`, `not implemented yet`) and
+  mechanism from `npurun.config.OPTIONS`; literal values are validated as NPURunConfig would;
+- every `custom_op.parameter_map["key"]` entry of a hand-written `NpuOptimizer` ConfigProto: the option
+  it sets (field and literal value checked as NPURunConfig checks them), or that it is ignored;
+- every adapter name the script uses (`npu_bridge...`, `hccl...`, including names brought in by
+  `from npu_bridge.npu_init import *`), with its coverage-table status and whether its npurun target
+  is installed; and names a module uses but never defines while relying on such a star import,
+  which the star import does not bring in here (NameError);
+- TensorFlow names that TensorFlow 2.21 lacks: `tf.estimator.*`, `tf.compat.v1.layers.*`, TensorFlow
+  1 API that `import tensorflow as tf` gets from npurun's TF1 world (`tf.Session`, `tf.flags`, ...),
+  `tf.contrib` names (from the TF1 world's contrib table) and TensorFlow 1 module paths
+  (`tensorflow.python...`, `tensorflow.examples...`): provided by `npurun run`, or raising here
+  (see `check_tensorflow`);
+- Horovod calls (`npurun migrate` rewrites the common ones).
+
+Local modules are those the script's imports find next to it (the script's directory is the first
+entry of `sys.path`), and, inside them, their relative imports; each is scanned once.
+
+Exit status 1 when something the script uses will raise here (an unsupported or unavailable name, an
+unknown option, an invalid literal value, a name TensorFlow 1's API or the contrib table lacks), else 0.
+
+The work is split: `check_scanner` visits one module, `check_options` reads NPURunConfig keywords and
+parameter_map entries, `check_report` holds `Finding` and prints the report; this module follows the
+local modules and gives the entry points.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import asdict
+
+from .report import Finding, render_json, render_text  # noqa: F401 - the report, also reached from here
+from .scanner import ModuleScanner
+
+
+class _Project:
+    """The script and the local modules reached from it: resolved next to the script, scanned once each."""
+
+    def __init__(self, script_path: str):
+        self.root = os.path.dirname(os.path.abspath(script_path))
+        self.scanners: dict = {}  # path -> ModuleScanner (the script's included)
+
+    def resolve(self, module: str, level: int, from_path: str):
+        """The file of a local module (`module` with `level` leading dots, imported from `from_path`), or None."""
+        if level:
+            base = os.path.dirname(os.path.abspath(from_path))
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+        else:
+            base = self.root
+        parts = module.split(".") if module else []
+        candidate = os.path.join(base, *parts)
+        for path in (candidate + ".py", os.path.join(candidate, "__init__.py")):
+            if parts and os.path.isfile(path) and os.path.abspath(path).startswith(self.root + os.sep):
+                return os.path.abspath(path)
+        return None
+
+    def scan(self, path: str, source: str | None = None):
+        if path in self.scanners:
+            return self.scanners[path]
+        scanner = self.scanners[path] = ModuleScanner(self, path)  # registered first: import cycles end here
+        if source is None:
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    source = handle.read()
+            except (OSError, UnicodeDecodeError):
+                return scanner
+        try:
+            tree = ast.parse(source, filename=path)
+        except SyntaxError:
+            if path == self.script:
+                raise
+            return scanner
+        scanner.visit(tree)
+        scanner.finish()
+        return scanner
+
+    def findings(self, script_path: str, source: str) -> list:
+        self.script = os.path.abspath(script_path)
+        self.scan(self.script, source)
+        found = []
+        changed = any(scanner.changes_sys_path for scanner in self.scanners.values())
+        for path, scanner in self.scanners.items():
+            relative = "" if path == self.script else os.path.relpath(path, self.root)
+            for f in scanner.findings:
+                if changed and f.section == "imports":  # found through the script's own sys.path entries?
+                    f = Finding(**{**asdict(f), "status": "not found here", "error": False, "detail":
+                                   "not next to the script nor installed; the scripts add to sys.path, so it may "
+                                   "be found there (not checked)"})
+                found.append(Finding(**{**asdict(f), "file": relative}))
+        return sorted(found, key=lambda f: (f.file != "", f.file, f.line, f.section, f.name))
+
+
+def check_source(source: str, filename: str = "<script>") -> list:
+    """The findings for one script and the local modules next to it that it imports, script first, in
+    line order."""
+    return _Project(filename).findings(filename, source)
+
+
+def check_file(path: str) -> list:
+    with open(path, encoding="utf-8") as handle:
+        return check_source(handle.read(), path)

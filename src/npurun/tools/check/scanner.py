@@ -1,0 +1,468 @@
+"""One module's part of `npurun check`: an `ast` visitor that resolves the names a module imports and
+uses and records a `Finding` for each adapter, TensorFlow, Horovod or import it relies on (see
+`check.py` for what is reported and how local modules are followed). NPURunConfig keywords and
+parameter_map entries are read by `check_options.py`.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+from dataclasses import replace
+
+from ...adapter import tables as aliases
+from . import tensorflow as check_tensorflow
+from .options import literal, parameter_map_finding, run_config_findings
+from .report import Finding
+
+TF_ESTIMATOR_PREFIXES = ("tensorflow.estimator.", "tensorflow.compat.v1.estimator.")
+TF_LAYERS_PREFIXES = ("tensorflow.compat.v1.layers.", "tensorflow.layers.")
+_MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__builtins__", "__spec__", "__loader__",
+                           "__package__", "__path__", "__annotations__", "__cached__", "__debug__"})
+# Builtins Python 3 removed: BERT-style tokenizers name them in branches taken only on Python 2.
+_PYTHON2_BUILTINS = frozenset({"unicode", "basestring", "xrange", "long", "unichr", "raw_input", "reload", "file",
+                               "execfile", "cmp", "buffer", "apply", "intern", "coerce"})
+
+
+def _canonical(qualified):
+    """An adapter module re-exported under another name (`npu_init.util`) -> the module's own name."""
+    entry = aliases.lookup(qualified) if qualified else None
+    return entry.target if entry is not None and aliases.is_adapter_module(entry) else qualified
+
+
+def _star_target(module: str, name: str, entry) -> str:
+    """What a name brought in by an adapter star import stands for: npu_init's re-exported modules
+    (`tf`, `os`) are followed as those modules (so `tf.Session` is checked as TensorFlow 1 API)."""
+    target = getattr(entry, "target", "")
+    if target == "npurun.adapter.shims:script_tensorflow":  # the TF1 world's tensorflow, else tf.compat.v1
+        return "tensorflow" if check_tensorflow.world_available() else "tensorflow.compat.v1"
+    if target and ":" not in target and target.split(".")[0] not in (*aliases.ROOTS, "npurun"):
+        return target
+    return f"{module}.{name}"
+
+
+def _availability(entry) -> str:
+    """'available', 'unsupported' or 'not available yet: <reason>', from the files installed (no import)."""
+    if isinstance(entry, aliases.Unsupported):
+        return "unsupported"
+    if aliases.is_adapter_module(entry):
+        return "available"
+    return check_tensorflow.target_availability(entry.target)
+
+
+def _target_names(target):
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _target_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from _target_names(target.value)
+
+
+def _module_level_names(body):
+    """The names a module binds at its top level (through if/try/for/with blocks, not inside functions or
+    classes), and its literal `__all__` (None if it has none or it is not a literal list of strings)."""
+    names, all_names = set(), None
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(statement.name)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                names.update(_target_names(target))
+                if isinstance(target, ast.Name) and target.id == "__all__":
+                    try:
+                        value = literal(statement.value) if statement.value is not None else None
+                    except (ValueError, TypeError, SyntaxError):
+                        value = None
+                    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+                        all_names = list(value)
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            for alias in statement.names:
+                if alias.name != "*":
+                    names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(statement, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            for target in ([statement.target] if isinstance(statement, (ast.For, ast.AsyncFor))
+                           else [item.optional_vars for item in statement.items if item.optional_vars]):
+                names.update(_target_names(target))
+        for block in ("body", "orelse", "finalbody", "handlers"):
+            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = getattr(statement, block, None)
+                if inner:
+                    more, more_all = _module_level_names(
+                        [s for h in inner for s in (h.body if isinstance(h, ast.ExceptHandler) else [h])])
+                    names |= more
+                    all_names = more_all if more_all is not None else all_names
+    return names, all_names
+
+
+def _deep_contrib_path_length(rest_parts) -> int:
+    """How many parts beyond `tf.contrib.<module>` a use's deep import path takes (`tpu.python.ops.tpu_ops`
+    then the name used: 3), so the name used, not an intermediate package, is classified."""
+    table = check_tensorflow.contrib_table() if check_tensorflow.world_available() else None
+    rest = ".".join(rest_parts)
+    paths = (*getattr(table, "PATHS", {}), *getattr(table, "IMPORT_ONLY_PATHS", {}))
+    deep = [path for path in paths if rest.startswith(path + ".") or rest == path]
+    return max((path.count(".") for path in deep), default=0)
+
+
+def _mentions_tpu(test) -> bool:
+    """An `if` test about running on a TPU: `FLAGS.use_tpu`, `use_tpu and tpu_name`, `params["use_tpu"]`."""
+    for node in ast.walk(test):
+        text = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
+                else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else "")
+        if "tpu" in text.lower():
+            return True
+    return False
+
+
+class ModuleScanner(ast.NodeVisitor):
+    def __init__(self, project=None, path=None):
+        self.aliases: dict = {}  # local name -> qualified name
+        self.star_names: dict = {}  # names brought in by `import *` from adapter modules -> qualified name
+        self.findings: list = []
+        self._seen: dict = {}  # finding key -> index in self.findings
+        self._project, self._path = project, path
+        self._bound: set = set()  # every name this module binds, in any scope
+        self._loaded: dict = {}  # name -> first line it is read
+        self._adapter_star = None  # the adapter module of a star import, if any
+        self._unknown_star = False  # a star import whose names are not known statically
+        self.changes_sys_path = False  # sys.path.append/insert/extend: other modules may become importable
+        self._top_level: set = set()  # names bound at module level (what a star import of this module gives)
+        self._all = None  # the module's literal `__all__`, if it has one
+        self._tpu_only = 0  # depth of `if use_tpu:` bodies being visited
+        self._fallback = 0  # depth of `except` handlers whose `try` body raises nothing check knows of
+
+    def exported(self) -> dict:
+        """What `from this_module import *` gives (as far as check follows names): local name -> qualified
+        (None for the module's own functions, classes and variables, which are not adapter/TF names)."""
+        own = {name: None for name in self._top_level if name not in self.aliases and name not in self.star_names}
+        names = {**self.star_names, **self.aliases, **own}
+        if self._all is not None:  # `__all__` decides what a star import brings in
+            names = {name: names.get(name) for name in self._all}
+        return names
+
+    def visit_Module(self, node):
+        self._top_level, self._all = _module_level_names(node.body)
+        self.generic_visit(node)
+
+    # ---- name resolution ---------------------------------------------------------------------------
+    def qualified(self, node):
+        if isinstance(node, ast.Name):
+            return _canonical(self.aliases.get(node.id) or self.star_names.get(node.id))
+        if isinstance(node, ast.Attribute):
+            base = self.qualified(node.value)
+            return _canonical(f"{base}.{node.attr}") if base else None
+        return None
+
+    def add(self, finding: Finding, once_key=None):
+        key = once_key or (finding.section, finding.name, finding.line, finding.detail)
+        guard = self._guard()
+        if finding.error and guard is not None and finding.section not in ("option", "parameter_map"):
+            finding = replace(finding, status=f"{finding.status}, {guard[0]}", detail=f"{finding.detail}; {guard[1]}",
+                              error=False)
+        if key in self._seen:
+            index = self._seen[key]
+            if finding.error and not self.findings[index].error and guard is None:
+                self.findings[index] = finding  # also used where nothing guards it: that use raises
+            return
+        self._seen[key] = len(self.findings)
+        self.findings.append(finding)
+
+    # ---- code that runs only in a branch TensorFlow 1 scripts do not take here -------------------------
+    def _guard(self):
+        """(status, why) when the node being visited runs only if something else failed or on a TPU."""
+        if self._tpu_only:
+            return ("TPU-only branch", "the line is under a `use_tpu` test, which is false without a TPU "
+                                       "(flag default / --use_tpu=False): it runs only when asked for a TPU")
+        if self._fallback:
+            return ("fallback", "the line is in an `except` handler of a `try` whose body works here: it runs "
+                                "only if that body fails")
+        return None
+
+    def _script_dir(self):
+        return os.path.dirname(os.path.abspath(self._path)) if self._path else None
+
+    def visit_If(self, node):
+        self.visit(node.test)
+        tpu = _mentions_tpu(node.test)
+        self._tpu_only += tpu
+        for statement in node.body:
+            self.visit(statement)
+        self._tpu_only -= tpu
+        for statement in node.orelse:
+            self.visit(statement)
+
+    def visit_IfExp(self, node):
+        self.visit(node.test)
+        tpu = _mentions_tpu(node.test)
+        self._tpu_only += tpu
+        self.visit(node.body)
+        self._tpu_only -= tpu
+        self.visit(node.orelse)
+
+    # ---- imports -----------------------------------------------------------------------------------
+    def visit_Import(self, node):
+        for alias in node.names:
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+                self._bound.add(alias.asname)
+            else:
+                root = alias.name.split(".")[0]
+                self.aliases[root] = root
+                self._bound.add(root)
+            self._adapter_module_import(node, alias.name)
+            self._tensorflow_import(node, alias.name, ())
+            if self._local_import(alias.name, 0) is None:
+                self._installed(node, alias.name)
+
+    def visit_ImportFrom(self, node):
+        module = node.module or ""
+        local = self._local_import(module, node.level, [a.name for a in node.names if a.name != "*"])
+        if local is None and not node.level:
+            self._installed(node, module)
+        for alias in node.names:
+            if alias.name == "*":
+                table = aliases.MODULES.get(module) if not node.level else None
+                if table is not None:
+                    self._adapter_star = module
+                    for name, entry in table.names.items():
+                        self.star_names[name] = _star_target(module, name, entry)
+                elif local is not None:
+                    self.star_names.update({k: v for k, v in local.exported().items() if not k.startswith("_")})
+                    self._unknown_star = self._unknown_star or local._unknown_star
+                    self._adapter_star = self._adapter_star or local._adapter_star
+                else:
+                    self._unknown_star = True
+                    if not node.level:
+                        self._adapter_module_import(node, module)
+                continue
+            self._bound.add(alias.asname or alias.name)
+            if node.level:
+                continue
+            qualified = f"{module}.{alias.name}"
+            self.aliases[alias.asname or alias.name] = qualified
+            if module.split(".")[0] in aliases.ROOTS:
+                if module in aliases.MODULES and qualified not in aliases.MODULES and aliases.lookup(qualified) is None:
+                    self._missing_adapter_name(node, module, alias.name, "ImportError")
+                elif qualified in aliases.MODULES or aliases.lookup(qualified) is None:
+                    self._adapter_module_import(node, qualified if qualified in aliases.MODULES else module)
+        if not node.level:
+            self._tensorflow_import(node, module, [a.name for a in node.names if a.name != "*"])
+
+    def _local_import(self, module, level, names=()):
+        """Scan the local module an import refers to (and `from pkg import sub` submodules); its scanner."""
+        if self._project is None:
+            return None
+        for name in names:
+            sub = self._project.resolve(f"{module}.{name}" if module else name, level, self._path)
+            if sub is not None:
+                self._project.scan(sub)
+        path = self._project.resolve(module, level, self._path) if module or level else None
+        return self._project.scan(path) if path is not None else None
+
+    def visit_Try(self, node):
+        # Imports inside `try:` may be optional (`except ImportError:`): not reported as missing.
+        self._guarded = getattr(self, "_guarded", 0) + 1
+        before = sum(f.error for f in self.findings)
+        for statement in node.body:
+            self.visit(statement)
+        self._guarded -= 1
+        # DCGAN-style `try: tf.nn.conv2d_transpose(...) except AttributeError: tf.nn.deconv2d(...)`: when the
+        # body raises nothing check knows of, the handlers are the fallback of an older TensorFlow.
+        fallback = int(sum(f.error for f in self.findings) == before)
+        self._fallback += fallback
+        for handler in node.handlers:
+            self.visit(handler)
+        self._fallback -= fallback
+        for part in (*node.orelse, *node.finalbody):
+            self.visit(part)
+
+    visit_TryStar = visit_Try
+
+    def _installed(self, node, module):
+        """An import of a module that is neither local, nor an adapter / TensorFlow path, nor installed."""
+        top = module.split(".")[0]
+        if (not top or getattr(self, "_guarded", 0) or top in aliases.ROOTS or top in ("tensorflow", "horovod")
+                or check_tensorflow.module_exists(top)):
+            return
+        if self._project is not None and os.path.isdir(os.path.join(self._project.root, top)):
+            return  # a directory next to the script without __init__.py: a namespace package Python imports
+        self.add(Finding(node.lineno, "imports", top, "not installed",
+                         "neither a module next to the script nor installed here: ModuleNotFoundError", True),
+                 once_key=("imports", top))
+
+    def _tensorflow_import(self, node, module, names):
+        """Imports of TensorFlow paths: removed modules, TF 1 paths the TF1 world provides, tf.contrib."""
+        if module.split(".")[0] != "tensorflow":
+            return
+        if module.startswith("tensorflow.contrib"):
+            targets = [module] if not names else [f"{module}.{n}" for n in names]
+        elif module.split(".")[1:2] in (["python"], ["core"], ["examples"]):
+            result = check_tensorflow.classify_module_path(module, imported_module=True)
+            if result is not None:
+                self._tensorflow_finding(node, module, result)
+                return
+            targets = [f"{module}.{n}" for n in names]
+        else:
+            targets = [f"{module}.{n}" for n in names] if module in ("tensorflow", "tensorflow.compat.v1") else []
+        for target in targets:
+            self._use(node, target)
+
+    def _missing_adapter_name(self, node, module, name, error):
+        self.add(Finding(node.lineno, "adapter", f"{module}.{name}", "not provided",
+                         f"{module} has no {name!r} here: it is not in npurun's coverage table (docs/compat.md); "
+                         f"{error}", True), once_key=("adapter", f"{module}.{name}"))
+
+    def _adapter_module_import(self, node, module):
+        if module.split(".")[0] not in aliases.ROOTS:
+            return
+        if module in aliases.MODULES:
+            return
+        entry = aliases.unsupported_module(module)
+        why = entry.why if entry else "not in npurun's coverage table (docs/compat.md)"
+        self.add(Finding(node.lineno, "adapter", module, "unsupported", f"importing it raises: {why}", True))
+
+    # ---- uses --------------------------------------------------------------------------------------
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load):
+            self._loaded.setdefault(node.id, node.lineno)
+            self._use(node, self.qualified(node))
+        else:
+            self._bound.add(node.id)
+
+    # ---- names a module binds (for names a star import was expected to provide) ----------------------
+    def _bind(self, node):
+        self._bound.add(node.name)
+        self.generic_visit(node)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _bind
+
+    def visit_arg(self, node):
+        self._bound.add(node.arg)
+        self.generic_visit(node)
+
+    def visit_ExceptHandler(self, node):
+        if node.name:
+            self._bound.add(node.name)
+        self.generic_visit(node)
+
+    def visit_Global(self, node):
+        self._bound.update(node.names)
+
+    visit_Nonlocal = visit_Global
+
+    def visit_MatchAs(self, node):
+        if getattr(node, "name", None):
+            self._bound.add(node.name)
+        self.generic_visit(node)
+
+    def visit_MatchStar(self, node):
+        if getattr(node, "name", None):
+            self._bound.add(node.name)
+
+    def finish(self):
+        """After the visit: names read but never bound that the adapter's star import was to provide."""
+        if self._adapter_star is None or self._unknown_star:
+            return
+        known = self._bound | set(self.star_names) | set(self.aliases) | set(dir(builtins)) | _MODULE_NAMES
+        for name, line in sorted(self._loaded.items(), key=lambda item: item[1]):
+            if name in _PYTHON2_BUILTINS and name not in known:
+                self.add(Finding(line, "adapter", name, "Python 2 name",
+                                 "a Python 2 builtin, not an adapter name: NameError on Python 3 (on Ascend too) "
+                                 "if that line runs; scripts usually reach it only under six.PY2 / a version "
+                                 "check"), once_key=("adapter", name))
+            elif name not in known:
+                self.add(Finding(line, "adapter", name, "not provided",
+                                 f"used but never defined here, and `from {self._adapter_star} import *` does not "
+                                 f"bring it in: NameError (not in npurun's coverage table, docs/compat.md)", True),
+                         once_key=("adapter", name))
+
+    def visit_Attribute(self, node):
+        qualified = self.qualified(node)
+        if qualified is not None and self._use(node, qualified):
+            return  # the whole dotted name is reported; do not report its parts
+        self.generic_visit(node)
+
+    def _use(self, node, qualified) -> bool:
+        if not qualified:
+            return False
+        root = qualified.split(".")[0]
+        if root in aliases.ROOTS:
+            entry = aliases.lookup(qualified)
+            if entry is None:
+                module, _, name = qualified.rpartition(".")
+                if qualified not in aliases.MODULES and module in aliases.MODULES:
+                    self._missing_adapter_name(node, module, name, "AttributeError")
+                    return True
+                return qualified in aliases.MODULES  # a module itself; its members are reported
+            status = _availability(entry)
+            error = status != "available"
+            detail = aliases.describe(entry)
+            if isinstance(entry, aliases.NoEffect):
+                detail += " (warns once when used)"
+            self.add(Finding(node.lineno, "adapter", qualified, entry.status if not error or status == "unsupported"
+                             else status, detail, error), once_key=("adapter", qualified))
+            return True
+        if root == "horovod":
+            self.add(Finding(node.lineno, "horovod", qualified, "not supported",
+                             "Horovod is not used here; `npurun migrate` rewrites rank()/size()/init()/"
+                             "DistributedOptimizer/BroadcastGlobalVariablesHook to npurun.distribute"),
+                     once_key=("horovod", qualified))
+            return True
+        if root == "tensorflow" and not qualified.startswith(TF_ESTIMATOR_PREFIXES + TF_LAYERS_PREFIXES):
+            # TensorFlow 1 API through the TF1 world, tf.contrib, TensorFlow 1 module paths
+            parts = qualified.split(".")
+            if parts[1:2] in (["python"], ["core"], ["examples"]):
+                # module paths: the whole path decides (uses below a TF 1 path the world provides: that path)
+                shown = next((path for path in check_tensorflow.WORLD_PATHS if qualified.startswith(path + ".")),
+                             qualified)
+            elif parts[1:2] == ["contrib"]:
+                shown = ".".join(parts[:4 + _deep_contrib_path_length(parts[2:])])
+            else:
+                shown = ".".join(parts[:3 + 2 * (parts[1:3] == ["compat", "v1"])])
+            result = check_tensorflow.classify(shown, world=True)
+            if result is not None:
+                self._tensorflow_finding(node, shown, result)
+                return True
+            return False
+        for prefixes, table in ((TF_ESTIMATOR_PREFIXES, aliases.TF_ESTIMATOR), (TF_LAYERS_PREFIXES, aliases.TF_LAYERS)):
+            for prefix in prefixes:
+                if qualified.startswith(prefix):
+                    member = qualified[len(prefix):].split(".")[0]
+                    entry = table.get(member)
+                    public = prefix + member
+                    if entry is None or isinstance(entry, aliases.Unsupported):
+                        why = entry.why if entry else "not provided by npurun's compatibility layer"
+                        self.add(Finding(node.lineno, "tensorflow", public, "unsupported",
+                                         f"TensorFlow 2.21 lacks it and npurun does not provide it: {why}", True),
+                                 once_key=("tensorflow", public))
+                    else:
+                        self.add(Finding(node.lineno, "tensorflow", public, "provided by `npurun run`",
+                                         f"TensorFlow 2.21 lacks it; under `npurun run` it is "
+                                         f"{aliases.describe(entry)}"), once_key=("tensorflow", public))
+                    return True
+        return False
+
+    def _tensorflow_finding(self, node, name, result):
+        status, detail, error = result
+        self.add(Finding(node.lineno, "tensorflow", name, status, detail, error), once_key=("tensorflow", name))
+
+    # ---- NPURunConfig calls and NpuOptimizer parameter maps (read by check_options) -----------------
+    def visit_Call(self, node):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("append", "insert", "extend") and \
+                isinstance(func.value, ast.Attribute) and func.value.attr == "path" and \
+                isinstance(func.value.value, ast.Name) and func.value.value.id == "sys":
+            self.changes_sys_path = True
+        for finding in run_config_findings(node, self.qualified(node.func), self._script_dir()):
+            self.add(finding)
+        self.generic_visit(node)
+
+    def visit_Assign(self, node):
+        for target in node.targets:
+            finding = parameter_map_finding(target, node.value, node.lineno, self._script_dir())
+            if finding is not None:
+                self.add(finding)
+        self.generic_visit(node)
