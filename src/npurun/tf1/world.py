@@ -12,6 +12,9 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
 - `tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist.input_data` are importable, and
   `tensorflow.python.framework.graph_util.convert_variables_to_constants`, `ops.Tensor`, `ops.IndexedSlices`,
   `tensorflow.python.ops.array_ops.stack` / `unstack` exist again at their TF 1 paths;
+- `tensorflow.python.estimator[.estimator|.run_config|.model_fn|.training]` are the script's tf.estimator,
+  `tensorflow.python.estimator.canned.*` / `.head.*` npurun.tf_estimator's premade estimators and heads, and
+  the same paths below `tensorflow_estimator.python.estimator` when no real tensorflow_estimator is installed;
 - `from tensorflow.python.keras[.x] import y` gives tf-keras's module (`tf_keras.src[.x]`), the Keras
   the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session); so does a script's
   standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
