@@ -10,6 +10,8 @@ import pytest
 
 from .conftest import SCRIPTS, run_compat
 
+pytestmark = pytest.mark.slow  # one TF 2.15 and one npurun run of 14 estimators (~75 s of CPU), shared by the module
+
 SCRIPT = SCRIPTS / "premade_oracle.py"
 CASES = ("dnn_classifier", "dnn_classifier_vocab3", "dnn_regressor", "dnn_multilabel", "dnn_multihead",
          "linear_classifier", "linear_classifier3_mean", "linear_regressor", "linear_poisson", "combined_classifier",
@@ -52,7 +54,6 @@ def test_tf1_era_module_paths(observed):
     assert got["losses"] == pytest.approx(expected["losses"], rel=1e-6)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 def test_same_as_tf215(observed, case):
     expected, got = (run[case] for run in observed)
