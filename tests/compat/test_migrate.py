@@ -192,13 +192,15 @@ def test_horovod_calls_without_counterpart_are_reported_and_the_import_kept():
 def test_other_tf_estimator_names_are_reported():
     migration = _migrate("""\
         import tensorflow as tf
-        d = tf.estimator.DNNClassifier(hidden_units=[1])
+        d = tf.estimator.BoostedTreesClassifier(feature_columns=[], n_batches_per_layer=1)
         h = tf.estimator.inputs.pandas_input_fn(frame)
+        c = tf.estimator.DNNClassifier(hidden_units=[1])
         """)
     assert not migration.changed
     texts = [n.text for n in migration.not_migrated]
-    assert texts[0].startswith("tf.estimator.DNNClassifier: no npurun counterpart (premade")
+    assert texts[0].startswith("tf.estimator.BoostedTreesClassifier: no npurun counterpart (the boosted-trees")
     assert texts[1].startswith("tf.estimator.inputs: left as it is (npurun provides inputs.numpy_input_fn of it")
+    assert texts[2].endswith("under `npurun run` the compat layer provides tf.estimator.DNNClassifier")
     assert "has no" not in " ".join(texts)
 
 

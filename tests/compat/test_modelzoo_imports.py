@@ -185,8 +185,10 @@ def test_tf1_estimator_implementation_paths_are_the_scripts_tf_estimator(tmp_pat
     assert done.returncode == 0, done.stderr[-3000:]
     assert "global_step 5 True" in done.stdout
     assert not [f for f in check_file(str(script)) if f.error]
-    script.write_text("from tensorflow.python.estimator.canned import head\n")  # not provided: check says so
-    assert [f.name for f in check_file(str(script)) if f.error] == ["tensorflow.python.estimator.canned"]
+    script.write_text("from tensorflow.python.estimator.canned import head\n"  # TF 1's head module: provided
+                      "import tensorflow.python.estimator.canned.dnn\n"
+                      "import tensorflow.python.estimator.canned.kmeans\n")  # not provided: check says so
+    assert [f.name for f in check_file(str(script)) if f.error] == ["tensorflow.python.estimator.canned.kmeans"]
 
 
 KERAS_SESSION_SCRIPT = textwrap.dedent("""\

@@ -45,9 +45,9 @@ def test_attached_while_active_and_restored_after():
 
 
 def test_tf_estimator_unsupported_and_unknown_names(active):
-    with pytest.raises(compat.AdapterAPIError, match=r"tensorflow\.estimator\.DNNClassifier is not supported by "
-                                                      r"npurun: premade"):
-        tf.estimator.DNNClassifier(hidden_units=[10], feature_columns=[])
+    with pytest.raises(compat.AdapterAPIError, match=r"tensorflow\.estimator\.BoostedTreesClassifier is not "
+                                                      r"supported by npurun: the boosted-trees estimators"):
+        tf.estimator.BoostedTreesClassifier(feature_columns=[], n_batches_per_layer=1)
     with pytest.raises(AttributeError, match=r"tensorflow\.estimator\.NoSuchName is not provided"):
         tf.estimator.NoSuchName
 

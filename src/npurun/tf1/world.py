@@ -15,6 +15,9 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   scripts use that moved (`nest.is_sequence`, `control_flow_ops.cond`, ...: `_moved_names`) exist again
   at their TF 1 paths; a `tensorflow.python...` module that is gone is a ModuleNotFoundError saying so;
   `tfdeterminism.patch()` is TensorFlow's own op determinism (npurun.tf1.tfdeterminism);
+- `tensorflow.python.estimator[.estimator|.run_config|.model_fn|.training]` are the script's tf.estimator,
+  `tensorflow.python.estimator.canned.*` / `.head.*` npurun.tf_estimator's premade estimators and heads, and
+  the same paths below `tensorflow_estimator.python.estimator` when no real tensorflow_estimator is installed;
 - `from tensorflow.python.keras[.x] import y` gives tf-keras's module (`tf_keras.src[.x]`), the Keras
   the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session); so does a script's
   standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
@@ -54,9 +57,30 @@ _EXTRA_MODULES = {
     "tfdeterminism": "npurun.tf1.tfdeterminism",
     # TF 1's estimator at its implementation path (`from tensorflow.python.estimator import estimator`):
     # each module is the script's tf.estimator, which holds the names scripts take from them.
-    "tensorflow.python.estimator": lambda: _estimator_package(),
+    "tensorflow.python.estimator": lambda: _estimator_package("tensorflow.python.estimator"),
     **{f"tensorflow.python.estimator.{sub}": lambda: _script_estimator() for sub in _ESTIMATOR_MODULES},
 }
+# tf.estimator's premade estimators and heads at their implementation paths, TF 1's
+# (`tensorflow.python.estimator.canned.dnn`) and tensorflow_estimator's
+# (`tensorflow_estimator.python.estimator.head.binary_class_head`): npurun.tf_estimator.canned / .head.
+_CANNED_MODULES = ("dnn", "linear", "dnn_linear_combined", "baseline", "boosted_trees", "head", "optimizers",
+                   "metric_keys", "prediction_keys", "parsing_utils")
+_HEAD_MODULES = {"base_head": "base", "binary_class_head": "classification", "multi_class_head": "classification",
+                 "multi_label_head": "classification", "regression_head": "regression", "multi_head": "multi",
+                 "head_utils": "head_utils"}
+_TF_ESTIMATOR_PACKAGE = "tensorflow_estimator"  # given only when no real tensorflow_estimator is installed
+for _root in ("tensorflow.python.estimator", "tensorflow_estimator.python.estimator"):
+    _EXTRA_MODULES[f"{_root}.canned"] = ("package", "npurun.tf_estimator.canned")
+    _EXTRA_MODULES[f"{_root}.head"] = ("package", "npurun.tf_estimator.head")
+    _EXTRA_MODULES.update({f"{_root}.canned.{sub}": f"npurun.tf_estimator.canned.{sub}" for sub in _CANNED_MODULES})
+    _EXTRA_MODULES.update({f"{_root}.head.{sub}": f"npurun.tf_estimator.head.{target}"
+                           for sub, target in _HEAD_MODULES.items()})
+_EXTRA_MODULES.update({
+    "tensorflow_estimator": lambda: _tensorflow_estimator_package(),
+    "tensorflow_estimator.python": None,
+    "tensorflow_estimator.python.estimator": lambda: _estimator_package("tensorflow_estimator.python.estimator"),
+    **{f"tensorflow_estimator.python.estimator.{sub}": lambda: _script_estimator() for sub in _ESTIMATOR_MODULES},
+})
 _IMPLEMENTATION_PACKAGES = ("python", "core", "contrib", "examples", "tools", "lite", "compiler", "_api", "include",
                             "dtensor", "tsl", "xla_aot_runtime_src")
 _LAYERS_DEPRECATED = r"`tf\.layers\.\w+` is deprecated"
@@ -149,6 +173,8 @@ class TF1Finder(importlib.abc.MetaPathFinder):
         if fullname == "tensorflow.contrib" or fullname.startswith("tensorflow.contrib."):
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader(contrib.module_for), is_package=True)
         if fullname in _EXTRA_MODULES:
+            if fullname.startswith(_TF_ESTIMATOR_PACKAGE) and _real_tensorflow_estimator():
+                return None
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader(_extra_module), is_package=True)
         if fullname == "tensorflow_core" or fullname.startswith("tensorflow_core."):
             # TF 1.15 / 2.0 installed TensorFlow's code as `tensorflow_core`; some scripts import that name.
@@ -204,12 +230,39 @@ def _script_estimator():
     return tf.compat.v1.estimator  # attached by npurun.compat while active (TF 2.16+ has none of its own)
 
 
-def _estimator_package():
+def _estimator_package(name):
     namespace = _script_estimator()
-    package = types.ModuleType("tensorflow.python.estimator")
+    package = types.ModuleType(name)
     package.__path__ = []
-    package.__dict__.update({name: namespace for name in _ESTIMATOR_MODULES})
-    package.__getattr__ = lambda name: getattr(namespace, name)  # PEP 562: the names of tf.estimator too
+    package.__dict__.update({sub: namespace for sub in _ESTIMATOR_MODULES})
+    package.__getattr__ = lambda attribute: getattr(namespace, attribute)  # PEP 562: the names of tf.estimator too
+    return package
+
+
+def _tensorflow_estimator_package():
+    """`import tensorflow_estimator as tfe; tfe.estimator.DNNClassifier` (TF 2.x's separate estimator package)."""
+    package = types.ModuleType(_TF_ESTIMATOR_PACKAGE, "tf.estimator as npurun provides it (TensorFlow 2.16+ has no "
+                                                      "tensorflow_estimator)")
+    package.__path__ = []
+    package.estimator = _script_estimator()
+    return package
+
+
+def _real_tensorflow_estimator() -> bool:
+    """Whether a real tensorflow_estimator is installed (then its own modules are imported, not npurun's)."""
+    if _real_tensorflow_estimator.found is None:
+        _real_tensorflow_estimator.found = importlib.machinery.PathFinder.find_spec(_TF_ESTIMATOR_PACKAGE) is not None
+    return _real_tensorflow_estimator.found
+
+
+_real_tensorflow_estimator.found = None
+
+
+def _alias_package(fullname, target):
+    """A package named `fullname` whose attributes are `target`'s (its submodules come from the finder)."""
+    package = types.ModuleType(fullname, f"{target} at {fullname}")
+    package.__path__ = []
+    package.__getattr__ = lambda attribute: getattr(importlib.import_module(target), attribute)
     return package
 
 
@@ -217,6 +270,8 @@ def _extra_module(fullname):
     target = _EXTRA_MODULES[fullname]
     if callable(target):
         return target()
+    if isinstance(target, tuple):
+        return _alias_package(fullname, target[1])
     if target is not None:
         return importlib.import_module(target)
     module = types.ModuleType(fullname)

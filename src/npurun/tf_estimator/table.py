@@ -11,8 +11,18 @@ from ..names.coverage import AdapterModule, Mapped, Unsupported
 
 _EST = "npurun.estimator"
 _V1_TRAIN = "tensorflow.compat.v1.train"
-_PREMADE = ("premade (canned) estimators are not provided; write a model_fn and use tf.estimator.Estimator "
-            "(NPUEstimator)")
+_CANNED = "npurun.tf_estimator.canned"
+_HEAD = "npurun.tf_estimator.head"
+_PREMADE_ESTIMATORS = (
+    "DNNClassifier", "DNNRegressor", "DNNEstimator", "LinearClassifier", "LinearRegressor", "LinearEstimator",
+    "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor", "DNNLinearCombinedEstimator", "BaselineClassifier",
+    "BaselineRegressor", "BaselineEstimator")
+_HEADS = ("Head", "BinaryClassHead", "MultiClassHead", "MultiLabelHead", "RegressionHead", "PoissonRegressionHead",
+          "LogisticRegressionHead", "MultiHead")
+_BOOSTED_TREES = ("the boosted-trees estimators are not provided yet (TensorFlow 2.21 keeps the "
+                  "tf.raw_ops.BoostedTrees* kernels, but not tf.estimator's tree-growing training loop); use "
+                  "DNNClassifier / LinearClassifier / DNNLinearCombinedClassifier, or a trees library such as "
+                  "XGBoost or LightGBM")
 TF_ESTIMATOR = {
     "Estimator": Mapped("npurun.tf_estimator:Estimator",
                         "NPUEstimator with tf.estimator.Estimator's signature "
@@ -51,10 +61,13 @@ TF_ESTIMATOR = {
         "StopAtStepHook", "CheckpointSaverHook", "CheckpointSaverListener", "SummarySaverHook", "StepCounterHook",
         "NanTensorHook", "FeedFnHook", "ProfilerHook", "GlobalStepWaiterHook", "FinalOpsHook",
         "SecondOrStepTimer")},
-    **{premade: Unsupported(_PREMADE) for premade in (
-        "DNNClassifier", "DNNRegressor", "LinearClassifier", "LinearRegressor", "DNNLinearCombinedClassifier",
-        "DNNLinearCombinedRegressor", "BoostedTreesClassifier", "BoostedTreesRegressor", "BaselineClassifier",
-        "BaselineRegressor")},
+    **{premade: Mapped(f"{_CANNED}:{premade}", "tf.estimator 2.15's signature, defaults and variable names "
+                                                "(its checkpoints restore), on tf.compat.v1.feature_column")
+       for premade in _PREMADE_ESTIMATORS},
+    **{premade: Unsupported(_BOOSTED_TREES) for premade in ("BoostedTreesClassifier", "BoostedTreesRegressor",
+                                                            "BoostedTreesEstimator")},
+    **{head: Mapped(f"{_HEAD}:{head}", "tf.estimator 2.15's losses, metrics, predictions and export outputs")
+       for head in _HEADS},
     **{exporter: Mapped(f"{_EST}.exporters:{exporter}") for exporter in (
         "LatestExporter", "BestExporter", "FinalExporter")},
     **{parse: Mapped(f"{_EST}.parsing:{parse}") for parse in (

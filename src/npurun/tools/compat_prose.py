@@ -230,7 +230,9 @@ mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 id
   Keras the script's `tf.keras` is, so `K.set_session(sess)` reaches its models, and
   `tensorflow.python.data.experimental.ops.threadpool` (PrivateThreadPool / override_threadpool as tf.data
   threading options), and `tensorflow.python.estimator` with its `estimator`, `run_config`, `model_fn`
-  and `training` modules (each the script's `tf.estimator`). `tensorflow_core` (TF 1.15's package name) is `tensorflow`.
+  and `training` modules (each the script's `tf.estimator`), its `canned` and `head` packages (the premade
+  estimators, heads and helpers of `npurun.tf_estimator`), the same below `tensorflow_estimator.python.estimator`
+  when no real `tensorflow_estimator` is installed. `tensorflow_core` (TF 1.15's package name) is `tensorflow`.
 - `tf.__version__` is TensorFlow's real version (2.21.x).
 - NumPy's aliases of Python types that NumPy 1.24 removed (`np.float`, `np.int`, `np.bool`, `np.object`,
   `np.str`, `np.complex`, `np.unicode`; 70, 95 and 47 ModelZoo folders use the first three) are the builtins

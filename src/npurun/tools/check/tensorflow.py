@@ -33,8 +33,16 @@ WORLD_PATHS = {
     "tensorflow.python.data.experimental.ops.threadpool": "npurun.tf1.data_threadpool: PrivateThreadPool and "
                                                           "override_threadpool as tf.data threading options",
 }
+for _module in ("dnn", "linear", "dnn_linear_combined", "baseline", "boosted_trees", "head", "optimizers",
+                "metric_keys", "prediction_keys", "parsing_utils"):
+    WORLD_PATHS[f"tensorflow.python.estimator.canned.{_module}"] = (
+        f"npurun.tf_estimator.canned.{_module} (tf.estimator's premade estimators, heads and helpers)")
+for _module in ("base_head", "binary_class_head", "multi_class_head", "multi_label_head", "regression_head",
+                "multi_head", "head_utils"):
+    WORLD_PATHS[f"tensorflow.python.estimator.head.{_module}"] = "npurun.tf_estimator.head (tf.estimator's heads)"
 WORLD_PACKAGES = ("tensorflow.examples", "tensorflow.examples.tutorials", "tensorflow.examples.tutorials.mnist",
-                  "tensorflow.python.estimator")
+                  "tensorflow.python.estimator", "tensorflow.python.estimator.canned",
+                  "tensorflow.python.estimator.head")
 # Namespaces of `tf` handled by npurun's own tables elsewhere in check.
 OWN_TABLES = ("estimator", "layers")
 

@@ -1,0 +1,64 @@
+"""What the premade estimators share: their base class, the heads they pick, variable bookkeeping."""
+from __future__ import annotations
+
+import contextlib
+
+import tensorflow as tf
+
+from ..head.head_utils import binary_or_multi_class_head  # noqa: F401
+
+_v1 = tf.compat.v1
+
+
+def estimator_base():
+    """tf.estimator.Estimator as npurun gives it (NPUEstimator with tf.estimator's signature)."""
+    from .. import Estimator
+
+    return Estimator
+
+
+def adapter_api_error():
+    from ...names.coverage import AdapterAPIError
+
+    return AdapterAPIError
+
+
+@contextlib.contextmanager
+def new_trainable_variables():
+    """Collects the trainable variables created inside the block (into the yielded list)."""
+    collected = []
+    before = {id(v) for v in _v1.trainable_variables()}
+    yield collected
+    collected.extend(v for v in _v1.trainable_variables() if id(v) not in before)
+
+
+def check_features(features):
+    if not isinstance(features, dict):
+        raise ValueError(f"features should be a dictionary of `Tensor`s. Given type: {type(features)}")
+
+
+def add_layer_summary(value, tag):
+    _v1.summary.scalar(f"{tag}/fraction_of_zero_values", tf.math.zero_fraction(value))
+    _v1.summary.histogram(f"{tag}/activation", value)
+
+
+@contextlib.contextmanager
+def feature_column_quiet():
+    """TensorFlow's deprecation chatter about the tf.compat.v1 feature-column functions the premade estimators
+    are built on (they are the documented way here; the user did not call them)."""
+    import logging
+    import warnings
+
+    from tensorflow.python.util import deprecation
+
+    logger = logging.getLogger("tensorflow")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with deprecation.silence(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            # TensorFlow's own feature-column layers call its deprecated `layer.add_variable`
+            warnings.filterwarnings("ignore", message=r"`layer.add_variable` is deprecated", category=UserWarning)
+            yield
+    finally:
+        logger.setLevel(level)

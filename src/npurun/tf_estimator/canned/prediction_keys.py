@@ -1,0 +1,4 @@
+"""`tensorflow_estimator.python.estimator.canned.prediction_keys`: the heads' prediction keys."""
+from ..head.keys import PredictionKeys
+
+__all__ = ["PredictionKeys"]
