@@ -152,6 +152,21 @@ def _legacy_keras_module(name):
         return None
 
 
+def _tf2_keras_namespace(name):
+    """`from tensorflow.keras[.x] import y` in an npu_device (TF 2) script: the namespace of the script's
+    `tf.keras` (tf-keras under npurun run). TensorFlow maps the `tensorflow.keras` module path when it is first
+    imported, which npurun's command does before the script's environment (TF_USE_LEGACY_KERAS=1) is set, so
+    the path would give Keras 3 while `tf.keras` gives tf-keras. None where `tf.keras` has no such module."""
+    import tensorflow as tf
+
+    value = tf.keras
+    for part in name.split(".")[2:]:
+        value = getattr(value, part, None)
+        if not isinstance(value, types.ModuleType):
+            return None
+    return value
+
+
 def _standalone_keras(name, fromlist):
     """`import keras` / `from keras.layers import Dense` in a TF 1 script: tf-keras's module (`tf_keras.src[.x]`).
 
@@ -204,8 +219,10 @@ def _extra_module(fullname):
 class TF1World:
     """Installs and removes everything above; `activate()` / `deactivate()` own one."""
 
-    def __init__(self, graph_mode: bool, scripts_get_tf1: bool = True):
+    def __init__(self, graph_mode: bool, scripts_get_tf1: bool = True, scripts_get_keras2: bool = False):
         self.graph_mode = graph_mode
+        # TensorFlow 2 scripts of the adapter's npu_device (TF 2.x era): standalone `keras` was Keras 2 there.
+        self.scripts_get_keras2 = scripts_get_keras2 or scripts_get_tf1
         # False for TensorFlow 2 scripts (classic tf.estimator code): they keep `import tensorflow`
         # as it is; the TF 1 module paths below stay importable.
         self.scripts_get_tf1 = scripts_get_tf1
@@ -227,9 +244,14 @@ class TF1World:
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
             script = (self.scripts_get_tf1 and level == 0 and name.partition(".")[0] == "tensorflow"
                       and is_script(globals))
-            if (self.scripts_get_tf1 and level == 0 and (name == "keras" or name.startswith("keras."))
+            if (self.scripts_get_keras2 and level == 0 and (name == "keras" or name.startswith("keras."))
                     and is_script(globals)):
                 return _standalone_keras(name, fromlist)
+            if (not self.scripts_get_tf1 and self.scripts_get_keras2 and fromlist and level == 0
+                    and (name == "tensorflow.keras" or name.startswith("tensorflow.keras.")) and is_script(globals)):
+                namespace = _tf2_keras_namespace(name)
+                if namespace is not None:
+                    return namespace
             if script and fromlist and (name == _TF_PYTHON_KERAS or name.startswith(_TF_PYTHON_KERAS + ".")):
                 keras = _legacy_keras_module(name)
                 if keras is not None:
