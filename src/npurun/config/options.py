@@ -48,7 +48,8 @@ def _is_ps_strategy(value) -> bool:
     return any("ParameterServerStrategy" in cls.__name__ for cls in type(value).__mro__)
 
 
-_memory = converted(parsers.parse_memory_size, f"an int or a numeric string of bytes in [0, {MEMORY_LIMIT}]",
+_memory = converted(parsers.parse_memory_size, f"an int or a numeric string of bytes (or a product of them, "
+                                               f"'21*1024*1024*1024') in [0, {MEMORY_LIMIT}]",
                     accepts=(int, str))
 _memory_codec = lambda key: Scalar(key, "s", to_raw=parsers.format_memory_size, from_raw=parsers.parse_memory_size)
 
