@@ -15,6 +15,9 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
 - `from tensorflow.python.keras[.x] import y` gives tf-keras's module (`tf_keras.src[.x]`), the Keras
   the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session); so does a script's
   standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
+  These two also hold for scripts of the adapter's TF 2 package `npu_device` (`scripts_get_keras2`: TF 2.x's
+  Keras was Keras 2), which keep TensorFlow 2 otherwise; their `from tensorflow.keras[.x] import y` is
+  their `tf.keras`'s namespace.
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
   as in the NumPy of TensorFlow 1.15; absl flags take a str `enum_values` as absl-py 0.x did; `time.clock`
   (Python 3.7's, removed in 3.8) is `time.process_time`.
@@ -252,7 +255,8 @@ class TF1World:
                 namespace = _tf2_keras_namespace(name)
                 if namespace is not None:
                     return namespace
-            if script and fromlist and (name == _TF_PYTHON_KERAS or name.startswith(_TF_PYTHON_KERAS + ".")):
+            if (self.scripts_get_keras2 and level == 0 and fromlist and is_script(globals)
+                    and (name == _TF_PYTHON_KERAS or name.startswith(_TF_PYTHON_KERAS + "."))):
                 keras = _legacy_keras_module(name)
                 if keras is not None:
                     return keras
