@@ -11,7 +11,8 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   script's own local modules (model.py next to train.py) are scripts too.
 - `tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist.input_data` are importable, and
   `tensorflow.python.framework.graph_util.convert_variables_to_constants`, `ops.Tensor`, `ops.IndexedSlices`,
-  `tensorflow.python.ops.array_ops.stack` / `unstack` exist again at their TF 1 paths;
+  `tensorflow.python.ops.array_ops.stack` / `unstack`, `tensorflow.python.training.gen_training_ops` exist again
+  at their old paths;
 - `from tensorflow.python.keras[.x] import y` gives tf-keras's module (`tf_keras.src[.x]`), the Keras
   the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session); so does a script's
   standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
@@ -170,6 +171,11 @@ def _tf2_keras_namespace(name):
     return value
 
 
+# Keras 2.x modules tf-keras (Keras 2.15+) keeps elsewhere: Keras <= 2.10's `keras.optimizer_v2` (TF 2.x-era
+# scripts subclass `optimizer_v2.OptimizerV2`: 9 TensorFlow2 ModelZoo files) is its `optimizers.legacy`.
+_KERAS_2_MOVES = (("keras.optimizer_v2", "tf_keras.src.optimizers.legacy"),)
+
+
 def _standalone_keras(name, fromlist):
     """`import keras` / `from keras.layers import Dense` in a TF 1 script: tf-keras's module (`tf_keras.src[.x]`).
 
@@ -178,12 +184,15 @@ def _standalone_keras(name, fromlist):
     `tf.keras` is, sharing its session (`K.set_session`). A module tf-keras lacks (`keras.engine.topology`)
     is a ModuleNotFoundError naming it."""
     target = "tf_keras.src" + name[len("keras"):]
+    for old, new in _KERAS_2_MOVES:
+        if name == old or name.startswith(old + "."):
+            target = new + name[len(old):]
     try:
         module = importlib.import_module(target)
     except ModuleNotFoundError as missing:
         raise ModuleNotFoundError(
-            f"No module named {name!r}: under npurun run a TensorFlow 1 script's `keras` is tf-keras (Keras 2, as "
-            f"with TensorFlow 1.15), which has no {target!r}", name=name) from missing
+            f"No module named {name!r}: under npurun run a TensorFlow 1 or npu_device script's `keras` is tf-keras "
+            f"(Keras 2, as with TensorFlow 1.15 / 2.x), which has no {target!r}", name=name) from missing
     for item in fromlist or ():
         if item != "*" and not hasattr(module, item):
             try:
@@ -312,7 +321,8 @@ class TF1World:
     def attach(self, tf):
         """When TensorFlow is imported: TF 1 names at their TF 1 paths (`graph_util.convert_variables_to_constants`)."""
         from tensorflow.python.framework import graph_util, indexed_slices, ops, tensor
-        from tensorflow.python.ops import array_ops, array_ops_stack
+        from tensorflow.python import training as training_package
+        from tensorflow.python.ops import array_ops, array_ops_stack, gen_training_ops
 
         # tf-slim 1.1 (and TF 1 code reaching into tensorflow.python) still name ops.Tensor / ops.IndexedSlices,
         # which TensorFlow 2.21 moved to their own modules: the same classes, at their old names.
@@ -321,7 +331,10 @@ class TF1World:
                 (ops, "Tensor", tensor.Tensor), (ops, "IndexedSlices", indexed_slices.IndexedSlices),
                 # TF 1 code calling array_ops.stack / unstack (TabNet's sparsemax; 17 ModelZoo folders): TF 2.13
                 # moved them to array_ops_stack
-                (array_ops, "stack", array_ops_stack.stack), (array_ops, "unstack", array_ops_stack.unstack)):
+                (array_ops, "stack", array_ops_stack.stack), (array_ops, "unstack", array_ops_stack.unstack),
+                # Keras 2.x optimizers copied into TF 2.x-era scripts (involution's my_adam.py) import it from
+                # tensorflow.python.training, where TF <= 2.8 also had it
+                (training_package, "gen_training_ops", gen_training_ops)):
             if not hasattr(obj, attribute):
                 setattr(obj, attribute, value)
                 self._patched.append((obj, attribute))
