@@ -159,3 +159,12 @@ def test_npu_device_scripts_keep_tensorflow_2_also_through_a_local_module(tmp_pa
     bridge.write_text("import tensorflow as tf\nfrom npu_bridge.npu_init import *\n")
     assert script_tf_api(str(bridge)) == 1
     assert uses_adapter(str(script)) and uses_adapter(str(bridge)) and not uses_adapter(str(main))
+
+
+def test_memory_sizes_as_tf2_modelzoo_scripts_write_them():
+    options = configs.new_config()
+    options.graph_memory_max_size = str("21*1024*1024*1024")  # 5 TensorFlow2 ModelZoo scripts write it so
+    options.variable_memory_max_size = 4 * 1024 * 1024 * 1024
+    assert options.graph_memory_max_size == 21 * 1024 ** 3 == NPURunConfig(
+        graph_memory_max_size="21 * 1024 * 1024 * 1024").graph_memory_max_size
+    assert "memory size factor" in str(_error(lambda: setattr(options, "graph_memory_max_size", "2**3")))

@@ -82,3 +82,20 @@ def test_two_ranks_keras_job_with_the_distributed_optimizer_wrapper(tmp_path):
     assert reports[0]["final_hex"] == reports[1]["final_hex"]  # identical weights after training
     for report in reports:
         assert _falls(report["loss"])
+
+
+def test_keras_of_npu_device_scripts_is_their_tf_keras(tmp_path):
+    # TF 2.x-era ModelZoo scripts mix `tf.keras`, `from tensorflow.keras import layers`, standalone `keras`
+    # (vendored npu_convert_dropout.py: `from keras.utils import control_flow_util`) and tensorflow.python.keras
+    script = tmp_path / "keras_paths.py"
+    script.write_text(
+        "import tensorflow as tf\nimport keras\nfrom keras.utils import control_flow_util\n"
+        "from tensorflow.keras import layers\nfrom tensorflow.python.keras.datasets.cifar import load_batch\n"
+        "from keras.optimizer_v2 import optimizer_v2\n"
+        "import npu_device\n"
+        "print(tf.executing_eagerly(), keras.__name__, layers.Dense is tf.keras.layers.Dense, load_batch.__module__,"
+        " isinstance(tf.keras.Sequential([layers.Dense(2)]), keras.Model),"
+        " isinstance(tf.keras.optimizers.legacy.SGD(), optimizer_v2.OptimizerV2))\n")
+    done = run_compat("run", script, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True", "tf_keras.src", "True", "tf_keras.src.datasets.cifar", "True", "True"]

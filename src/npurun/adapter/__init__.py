@@ -30,13 +30,15 @@ _finder = None
 _tf1_world = None
 
 
-def activate(graph_mode: bool = False, tf1: bool = True) -> None:
+def activate(graph_mode: bool = False, tf1: bool = True, keras2: bool = False) -> None:
     """Install the import hook and the TensorFlow adjustments (idempotent).
 
     With `tf1` (the default), scripts' `import tensorflow` gives TensorFlow 1's API
     (`npurun.tf1.world`); without it they keep TensorFlow 2's (with `tf.estimator`); with
     `graph_mode` (as `npurun run` does) TensorFlow 1's graph mode is switched on when a script first
-    imports TensorFlow (it stays on: TensorFlow cannot return to eager mode).
+    imports TensorFlow (it stays on: TensorFlow cannot return to eager mode). With `keras2` (TensorFlow 2
+    scripts of the adapter's `npu_device`, written for TF 2.x's Keras 2) a script's standalone `import keras`
+    gives tf-keras, as TensorFlow 1 scripts get it.
     """
     global _finder, _tf1_world
     with _lock:
@@ -46,7 +48,7 @@ def activate(graph_mode: bool = False, tf1: bool = True) -> None:
         from ..tf1.world import TF1World
         from .finder import CompatFinder
 
-        _tf1_world = TF1World(graph_mode and tf1, scripts_get_tf1=tf1)
+        _tf1_world = TF1World(graph_mode and tf1, scripts_get_tf1=tf1, scripts_get_keras2=keras2)
 
         def on_tensorflow(module):
             from ..tf1 import layers  # imports tf-keras, which imports TensorFlow: only once it is imported
@@ -80,10 +82,10 @@ def is_active() -> bool:
 
 
 @contextlib.contextmanager
-def active(graph_mode: bool = False, tf1: bool = True):
+def active(graph_mode: bool = False, tf1: bool = True, keras2: bool = False):
     """`with npurun.compat.active(): ...` activates for the block (if it was not already)."""
     was_active = is_active()
-    activate(graph_mode, tf1)
+    activate(graph_mode, tf1, keras2)
     try:
         yield
     finally:

@@ -54,7 +54,8 @@ def _is_ps_strategy(value) -> bool:
     return any("ParameterServerStrategy" in cls.__name__ for cls in type(value).__mro__)
 
 
-_memory = converted(parsers.parse_memory_size, f"an int or a numeric string of bytes in [0, {MEMORY_LIMIT}]",
+_memory = converted(parsers.parse_memory_size, f"an int or a numeric string of bytes (or a product of them, "
+                                               f"'21*1024*1024*1024') in [0, {MEMORY_LIMIT}]",
                     accepts=(int, str))
 _memory_codec = lambda key: Scalar(key, "s", to_raw=parsers.format_memory_size, from_raw=parsers.parse_memory_size)
 
@@ -179,12 +180,12 @@ _OPTIONS = (
            mechanism="per-gradient collective all-reduce instead of one grouped all-reduce"),
     Option("graph_memory_max_size", None, _memory, EFFECT, codec=_memory_codec("graph_memory_max_size"),
            gpu_only=True,
-           rule=f"an int or numeric string of bytes in [0, {MEMORY_LIMIT}]; None means 26 GB",
+           rule=f"an int or numeric string of bytes (or a product, '21*1024*1024*1024') in [0, {MEMORY_LIMIT}]; None means 26 GB",
            doc="Graph memory limit (with variable_memory_max_size: the device memory TensorFlow may take).",
            mechanism="GPU memory cap: one virtual device per GPU with memory_limit = graph + variable sizes"),
     Option("variable_memory_max_size", None, _memory, EFFECT, codec=_memory_codec("variable_memory_max_size"),
            gpu_only=True,
-           rule=f"an int or numeric string of bytes in [0, {MEMORY_LIMIT}]; None means 5 GB",
+           rule=f"an int or numeric string of bytes (or a product, '21*1024*1024*1024') in [0, {MEMORY_LIMIT}]; None means 5 GB",
            doc="Variable memory limit.",
            mechanism="added to graph_memory_max_size for the GPU memory cap"),
     Option("auto_tune_mode", None,

@@ -11,7 +11,7 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   script's own local modules (model.py next to train.py) are scripts too.
 - `tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist.input_data` are importable, and
   `tensorflow.python.framework.graph_util.convert_variables_to_constants`, `ops.Tensor`, `ops.IndexedSlices`,
-  `tensorflow.python.ops.array_ops.stack` / `unstack` and the other TF 1.15 private names ModelZoo
+  `tensorflow.python.ops.array_ops.stack` / `unstack`, `tensorflow.python.training.gen_training_ops` and the other TF 1.15 private names ModelZoo
   scripts use that moved (`nest.is_sequence`, `control_flow_ops.cond`, ...: `_moved_names`) exist again
   at their TF 1 paths; a `tensorflow.python...` module that is gone is a ModuleNotFoundError saying so;
   `tfdeterminism.patch()` is TensorFlow's own op determinism (npurun.tf1.tfdeterminism);
@@ -21,6 +21,9 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
 - `from tensorflow.python.keras[.x] import y` gives tf-keras's module (`tf_keras.src[.x]`), the Keras
   the script's `tf.keras` is (TensorFlow 2.21's own copy there has its own session); so does a script's
   standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
+  These two also hold for scripts of the adapter's TF 2 package `npu_device` (`scripts_get_keras2`: TF 2.x's
+  Keras was Keras 2), which keep TensorFlow 2 otherwise; their `from tensorflow.keras[.x] import y` is
+  their `tf.keras`'s namespace.
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
   as in the NumPy of TensorFlow 1.15; absl flags take a str `enum_values` as absl-py 0.x did; `time.clock`
   (Python 3.7's, removed in 3.8) is `time.process_time`.
@@ -201,6 +204,26 @@ def _legacy_keras_module(name):
         return None
 
 
+def _tf2_keras_namespace(name):
+    """`from tensorflow.keras[.x] import y` in an npu_device (TF 2) script: the namespace of the script's
+    `tf.keras` (tf-keras under npurun run). TensorFlow maps the `tensorflow.keras` module path when it is first
+    imported, which npurun's command does before the script's environment (TF_USE_LEGACY_KERAS=1) is set, so
+    the path would give Keras 3 while `tf.keras` gives tf-keras. None where `tf.keras` has no such module."""
+    import tensorflow as tf
+
+    value = tf.keras
+    for part in name.split(".")[2:]:
+        value = getattr(value, part, None)
+        if not isinstance(value, types.ModuleType):
+            return None
+    return value
+
+
+# Keras 2.x modules tf-keras (Keras 2.15+) keeps elsewhere: Keras <= 2.10's `keras.optimizer_v2` (TF 2.x-era
+# scripts subclass `optimizer_v2.OptimizerV2`: 9 TensorFlow2 ModelZoo files) is its `optimizers.legacy`.
+_KERAS_2_MOVES = (("keras.optimizer_v2", "tf_keras.src.optimizers.legacy"),)
+
+
 def _standalone_keras(name, fromlist):
     """`import keras` / `from keras.layers import Dense` in a TF 1 script: tf-keras's module (`tf_keras.src[.x]`).
 
@@ -209,12 +232,15 @@ def _standalone_keras(name, fromlist):
     `tf.keras` is, sharing its session (`K.set_session`). A module tf-keras lacks (`keras.engine.topology`)
     is a ModuleNotFoundError naming it."""
     target = "tf_keras.src" + name[len("keras"):]
+    for old, new in _KERAS_2_MOVES:
+        if name == old or name.startswith(old + "."):
+            target = new + name[len(old):]
     try:
         module = importlib.import_module(target)
     except ModuleNotFoundError as missing:
         raise ModuleNotFoundError(
-            f"No module named {name!r}: under npurun run a TensorFlow 1 script's `keras` is tf-keras (Keras 2, as "
-            f"with TensorFlow 1.15), which has no {target!r}", name=name) from missing
+            f"No module named {name!r}: under npurun run a TensorFlow 1 or npu_device script's `keras` is tf-keras "
+            f"(Keras 2, as with TensorFlow 1.15 / 2.x), which has no {target!r}", name=name) from missing
     for item in fromlist or ():
         if item != "*" and not hasattr(module, item):
             try:
@@ -312,8 +338,10 @@ def _moved_names(tf) -> tuple:
 class TF1World:
     """Installs and removes everything above; `activate()` / `deactivate()` own one."""
 
-    def __init__(self, graph_mode: bool, scripts_get_tf1: bool = True):
+    def __init__(self, graph_mode: bool, scripts_get_tf1: bool = True, scripts_get_keras2: bool = False):
         self.graph_mode = graph_mode
+        # TensorFlow 2 scripts of the adapter's npu_device (TF 2.x era): standalone `keras` was Keras 2 there.
+        self.scripts_get_keras2 = scripts_get_keras2 or scripts_get_tf1
         # False for TensorFlow 2 scripts (classic tf.estimator code): they keep `import tensorflow`
         # as it is; the TF 1 module paths below stay importable.
         self.scripts_get_tf1 = scripts_get_tf1
@@ -335,10 +363,16 @@ class TF1World:
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
             script = (self.scripts_get_tf1 and level == 0 and name.partition(".")[0] == "tensorflow"
                       and is_script(globals))
-            if (self.scripts_get_tf1 and level == 0 and (name == "keras" or name.startswith("keras."))
+            if (self.scripts_get_keras2 and level == 0 and (name == "keras" or name.startswith("keras."))
                     and is_script(globals)):
                 return _standalone_keras(name, fromlist)
-            if script and fromlist and (name == _TF_PYTHON_KERAS or name.startswith(_TF_PYTHON_KERAS + ".")):
+            if (not self.scripts_get_tf1 and self.scripts_get_keras2 and fromlist and level == 0
+                    and (name == "tensorflow.keras" or name.startswith("tensorflow.keras.")) and is_script(globals)):
+                namespace = _tf2_keras_namespace(name)
+                if namespace is not None:
+                    return namespace
+            if (self.scripts_get_keras2 and level == 0 and fromlist and is_script(globals)
+                    and (name == _TF_PYTHON_KERAS or name.startswith(_TF_PYTHON_KERAS + "."))):
                 keras = _legacy_keras_module(name)
                 if keras is not None:
                     return keras
@@ -394,7 +428,8 @@ class TF1World:
     def attach(self, tf):
         """When TensorFlow is imported: TF 1 names at their TF 1 paths (`graph_util.convert_variables_to_constants`)."""
         from tensorflow.python.framework import graph_util, indexed_slices, ops, tensor
-        from tensorflow.python.ops import array_ops, array_ops_stack
+        from tensorflow.python import training as training_package
+        from tensorflow.python.ops import array_ops, array_ops_stack, gen_training_ops
 
         # tf-slim 1.1 (and TF 1 code reaching into tensorflow.python) still name ops.Tensor / ops.IndexedSlices,
         # which TensorFlow 2.21 moved to their own modules: the same classes, at their old names.
@@ -403,7 +438,10 @@ class TF1World:
                 (ops, "Tensor", tensor.Tensor), (ops, "IndexedSlices", indexed_slices.IndexedSlices),
                 # TF 1 code calling array_ops.stack / unstack (TabNet's sparsemax; 17 ModelZoo folders): TF 2.13
                 # moved them to array_ops_stack
-                (array_ops, "stack", array_ops_stack.stack), (array_ops, "unstack", array_ops_stack.unstack)):
+                (array_ops, "stack", array_ops_stack.stack), (array_ops, "unstack", array_ops_stack.unstack),
+                # Keras 2.x optimizers copied into TF 2.x-era scripts (involution's my_adam.py) import it from
+                # tensorflow.python.training, where TF <= 2.8 also had it
+                (training_package, "gen_training_ops", gen_training_ops)):
             if not hasattr(obj, attribute):
                 setattr(obj, attribute, value)
                 self._patched.append((obj, attribute))

@@ -39,10 +39,26 @@ def render_markdown() -> str:
         for name, entry in module.names.items():
             lines.append(f"| `{name}` | {entry.status} | {_cell(describe(entry))} |")
         lines.append("")
-    from .compat_prose import REAL_SCRIPTS, TF1_WORLD
+    from .compat_prose import NPU_DEVICE, REAL_SCRIPTS, TF1_WORLD
 
-    lines += [TF1_WORLD.rstrip("\n"), "", render_contrib().rstrip("\n"), "", REAL_SCRIPTS.rstrip("\n"), ""]
+    lines += [NPU_DEVICE.rstrip("\n"), "", render_global_options().rstrip("\n"), "", TF1_WORLD.rstrip("\n"), "",
+              render_contrib().rstrip("\n"), "", REAL_SCRIPTS.rstrip("\n"), ""]
     lines.append(FOOTER.rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def render_global_options() -> str:
+    """The table of `npu_device.global_options()`: every attribute, its kind under TensorFlow 2 and why."""
+    from ..adapter.npu_device import configs
+
+    lines = ["### `npu_device.global_options()`", "",
+             "Every attribute, with its default, its kind here under TensorFlow 2 and what it does (or why it "
+             "does nothing). Rows of NPURunConfig's table keep its validator, error and kind, except where "
+             "TensorFlow 2's runtime cannot honour what a tf.compat.v1 session does (those warn when set).", "",
+             "| option | default | kind here | what it does here |", "|---|---|---|---|"]
+    for name, option, value, _set in configs.new_config().items():
+        status, why = configs.kind_here(name, option)
+        lines.append(f"| `{name}` | `{value!r}` | {status} | {_cell(why)} |")
     return "\n".join(lines) + "\n"
 
 

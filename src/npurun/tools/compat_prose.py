@@ -248,6 +248,77 @@ mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 id
   packages (`tensorflow_hub`, `tensorflow_addons`, ...) and `tf.contrib` modules listed as unsupported below.
 """
 
+NPU_DEVICE = """\
+## `npu_device`: the adapter's TensorFlow 2 package
+
+Scripts of ModelZoo's `TensorFlow2/` import `npu_device`, not `npu_bridge`. `npurun run` finds that import
+statically (in the script or a local module it imports) and keeps **TensorFlow 2** for them: eager by default,
+`tf.function` and Keras as TensorFlow 2.21 has them (tf.keras is Keras 2, from tf-keras, as for every
+`npurun run`). `npu_device.compat.enable_v1()` turns TensorFlow 1 behaviour on where a script asks for it
+(`tf.compat.v1.disable_v2_behavior()`, as the adapter does). `npurun launch -n N` runs such scripts under
+`npurun run` on every rank; `npurun check` reads their `global_options()` assignments as it reads NPURunConfig's
+keyword arguments.
+
+```python
+import tensorflow as tf
+import npu_device
+
+npu_device.global_options().precision_mode = "allow_mix_precision_bf16"  # validated now, as NPURunConfig does
+npu_device.global_options().dump_config.enable_dump = True
+npu_device.global_options().dump_config.dump_path = "/tmp/dumps"         # must exist
+npu_device.global_options().dump_config.dump_step = "1|3"
+npu_device.open().as_default()                                           # the options take effect here
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(16, activation="relu"), tf.keras.layers.Dense(1)])
+model.compile(optimizer=npu_device.distribute.npu_distributed_keras_optimizer_wrapper("adam"), loss="mse")
+model.fit(tf.data.Dataset.from_tensor_slices((tf.random.normal([256, 8]), tf.random.normal([256, 1]))).batch(32),
+          epochs=2)
+```
+
+`npurun run train.py` (with `TF_ENABLE_ONEDNN_OPTS=1` for the bf16 rewrite on a CPU) trains it with its MatMuls in
+bfloat16 in the graph TensorFlow executes, and writes dumps of the train function's 2nd and 4th calls.
+
+How the options act (`npurun/adapter/npu_device/runtime.py`, `dump.py`):
+
+- `npu_device.open()` validates the options the script set together (NPURunConfig's rules and messages, owner
+  `npu_device.global_options()`), then runs the plan contributors NPURunConfig's sessions use (precision,
+  compile cache, compilation, fusion switches, resources, XLA flags) and applies what they ask to TensorFlow 2's
+  eager context, which every `tf.function` and Keras `fit` reads: grappler's auto mixed precision with the
+  mixlist edits, layout/remapping switches of the fusion switch file, the JIT level, TF_XLA_FLAGS / XLA_FLAGS,
+  inter-op threads. Grappler rewrites graphs: ops run eagerly one by one outside a `tf.function` stay float32
+  (a warning says so).
+- Dumps and overflow detection (`dump_config`): an op callback adds, next to each op of a `tf.function` graph,
+  a `tf.numpy_function` receiving its tensors when the step runs; steps are each function's call count
+  (`dump_step`), records are npurun's dump format (`npurun dump ls|show|compare`).
+- Profiling (`profiling_config`): TensorFlow's profiler writes a trace (TensorBoard's profile format) under
+  the `output` directory of `profiling_options`, from `open()` to the end of the process.
+- `npu_device.distribute.*` runs npurun's collectives (the ones NPUDistributedOptimizer uses) in a
+  tf.compat.v1 session on the rank's TensorFlow server, reached from eager code and `tf.function` through a
+  `tf.numpy_function`: TensorFlow 2.21's eager collectives between local tasks timed out in group resolution
+  here, the session collectives have npurun's bounded start-up and hccl_timeout.
+- Options only the TF 2 adapter has (read by its graph engine only) are checked against the adapter's allowed
+  values and warn that they do nothing here.
+
+### Real TensorFlow2 ModelZoo scripts run unmodified
+
+Drawn at random: the 81 folders of ModelZoo-TensorFlow's `TensorFlow2/` whose Python files `import npu_device`
+(grouped by their first five path parts), Python's `random.seed(24)`, `random.sample(folders, 12)`, tried in
+that order as time allowed. Each folder was copied byte for byte outside the repository and run with
+`npurun run` on a 2-core CPU, on data faked in the format it reads, shrunk by flags only; the scripts' own
+default `precision_mode="allow_mix_precision"` runs in float32 on this CPU, with npurun's warning saying why.
+
+| script | exercises | before | now | what remains (outside npurun) |
+|---|---|---|---|---|
+| text_classification_with_transformer_ID2563 | Keras `fit` on numpy, MultiHeadAttention, global_options() dump/profiling/mixlist branches, its vendored `npu_convert_dropout.py` | `ModuleNotFoundError: npu_device`; then ImportError: standalone `keras` was Keras 3 (`keras.utils.control_flow_util`); then `from tensorflow.keras import layers` gave Keras 3 layers beside tf-keras's `keras.Sequential` (TypeError) | 3 epochs on 640 fake reviews, loss 0.65 → 0.25, validation accuracy 0.90 → 1.0 | |
+| FM_ID2631 `train.py` | pandas Criteo reader, Keras `fit` with AUC, `graph_memory_max_size=str("21*1024*1024*1024")` | OptionValueError on that product string | 3 epochs, loss 0.70 → 0.62, validation AUC 0.57 → 0.73 (memory caps: no effect on a CPU, warned) | |
+| STAMP_ID2628 `train.py` | pandas / sklearn session data, custom Keras model, `steps_per_epoch` | | 3 epochs, loss 4.05 → 0.09 | tqdm (pip) |
+| involution_ID2515 `involution.py` | CIFAR-10 pickles, a custom involution layer, a vendored Keras 2.6 Adam / losses / backend | `ModuleNotFoundError: tensorflow.python.keras.datasets`; then `keras.optimizer_v2`, `tensorflow.python.training.gen_training_ops` | loads the data and builds both models | its vendored `my_losses.py` imports `tensorflow.python.distribute.distribution_strategy_context`, a TensorFlow-internal module TF 2.21 no longer has; `--Drop_Reminder` must be given (its launch scripts pass it) |
+
+Tests: `tests/compat/test_npu_device.py` (options, table, check, TensorFlow choice) and
+`tests/compat/test_npu_device_scripts.py` (Keras fit under bf16 and a mixlist, a custom loop with dumps and
+loss-scale overflow skipping, a BERT-like block with fast gelu and fused layer norm, enable_v1, two ranks).
+"""
+
 REAL_SCRIPTS = """\
 ## Real ModelZoo scripts run unmodified
 

@@ -72,6 +72,14 @@ def _imported_modules(path: str) -> list:
     return modules + [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
 
 
+def _is_npu_device_script(path: str) -> bool:
+    """An npu_device script (TF 2.x era): its standalone `import keras` is Keras 2 (tf-keras) under npurun run."""
+    try:
+        return _imports_npu_device(path, set())
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return False
+
+
 def _imports_npu_device(path: str, seen: set) -> bool:
     """Whether the script or a local module it imports (next to it) imports `npu_device`, the adapter's
     TensorFlow 2 package: such scripts are TensorFlow 2 code (`npu_device.compat.enable_v1()` switches to
@@ -143,11 +151,12 @@ def run_script(path: str, args=(), module: str = None) -> int:
         print(f"npurun run: no such script: {path}", file=sys.stderr)
         return 2
     tf1 = script_tf_api(path) == 1
+    keras2 = not tf1 and _is_npu_device_script(path)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [path, *args]
     sys.path.insert(0, os.getcwd() if module else os.path.dirname(path))
     try:
-        with _environment_defaults(_script_environment()), active(graph_mode=tf1, tf1=tf1), _npurun_log():
+        with _environment_defaults(_script_environment()), active(graph_mode=tf1, tf1=tf1, keras2=keras2), _npurun_log():
             if module:
                 runpy.run_module(module, run_name="__main__", alter_sys=True)
             else:

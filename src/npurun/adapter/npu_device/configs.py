@@ -213,9 +213,21 @@ def new_config() -> NpuBaseConfig:
     return _group("NpuConfig", **slots)
 
 
+# The TensorFlow 2 mechanism of the sub-configs whose NPURunConfig mechanism is a session hook.
+TF2_MECHANISM = {
+    "dump_config": "an op callback adds a tf.numpy_function next to each op of tf.function graphs, receiving its "
+                   "tensors when the step runs (npu_device/dump.py)",
+    "profiling_config": "TensorFlow's profiler: a trace in TensorBoard's profile format under profiling_options' "
+                        "output, from open() to the end of the process (training_trace / task_trace switches are "
+                        "validated, the trace holds both)",
+}
+
+
 def kind_here(name: str, option: Option) -> tuple[str, str]:
     """(status, why) of dotted option `name` under npu_device on TensorFlow 2."""
-    leaf = name.rpartition(".")[2]
+    group, _, leaf = name.rpartition(".")
     if leaf in TF2_NO_EFFECT and option.kind is Kind.EFFECT:
         return Kind.NO_EFFECT.value, TF2_NO_EFFECT[leaf]
+    if group in TF2_MECHANISM:
+        return option.status, f"{option.doc} {TF2_MECHANISM[group]}"
     return option.status, option.mechanism

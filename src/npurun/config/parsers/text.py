@@ -203,8 +203,13 @@ MEMORY_SIZE_MAX = 256 * 1024 ** 3  # 274877906944 bytes, the seed's upper bound
 
 
 def parse_memory_size(value: int | str) -> int:
-    """Bytes as an int (not bool) or a decimal-digit string; in [0, 274877906944]."""
-    if isinstance(value, str):
+    """Bytes as an int (not bool), a decimal-digit string, or a product of them ("21*1024*1024*1024", as TF 2
+    ModelZoo scripts write it for npu_device's global options); in [0, 274877906944]."""
+    if isinstance(value, str) and "*" in value:
+        n = 1
+        for factor in value.split("*"):
+            n *= _uint(factor.strip(), "memory size factor")
+    elif isinstance(value, str):
         n = _uint(value, "memory size")
     elif isinstance(value, int) and not isinstance(value, bool):
         n = value
