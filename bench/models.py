@@ -420,10 +420,11 @@ def render(results, errors, steps, warmup, repeats, loads, seconds, load_words=(
             lines.append(f"| {model} | {precision} | {name} {variant} | n/a ({errors.get(contender, '')}) | | | |")
             continue
         rate = best[contender]
-        rss = max(r["rss_mb"] for r in results[contender])
+        rss_values = [r["rss_mb"] for r in results[contender] if r.get("rss_mb") is not None]
+        rss = f"{max(rss_values):.0f}" if rss_values else "n/a"
         vs_keras = f"{rate / keras:.2f}x" if keras else "n/a"
         vs_classic = f"{rate / classic:.2f}x" if classic else "n/a"
-        lines.append(f"| {model} | {precision} | {name} {variant} | {rate:.0f} | {vs_keras} | {vs_classic} | {rss:.0f} |")
+        lines.append(f"| {model} | {precision} | {name} {variant} | {rate:.0f} | {vs_keras} | {vs_classic} | {rss} |")
     lines.append("")
     lines.append("vs classic Estimator: against its float32 run (it has no bf16 switch); vs Keras fit: against the "
                  "faster of spe=50 with and without jit for the same model and precision.")
