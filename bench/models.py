@@ -324,6 +324,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=2, help="interleaved rounds; the best is shown")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per contender run")
     parser.add_argument("--only", default="", help="comma list of contender kinds to run (npurun,keras,classic)")
+    parser.add_argument("--skip-xla", action="store_true", help="leave out the XLA variants (their compilation "
+                        "takes minutes on a loaded 2-core machine)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 50 steps after 50, one round, fp32")
     parser.add_argument("--gpu", action="store_true", help="the GPU variants (need a GPU)")
     parser.add_argument("--save", help="also write this run's results to a JSON file")
@@ -351,7 +353,8 @@ def main(argv=None) -> int:
         parser.error("--precisions: fp32 and/or bf16")
     only = set(filter(None, args.only.split(",")))
     classic, why_not = classic_python()
-    plan = [c for c in contenders(models, precisions) if not only or c[2] in only]
+    plan = [c for c in contenders(models, precisions) if (not only or c[2] in only)
+            and not (args.skip_xla and ("xla" in c[3] or "jit" in c[3]))]
     started = time.time()
     load_before = os.getloadavg()
     results = {c: [] for c in plan}
@@ -417,10 +420,11 @@ def render(results, errors, steps, warmup, repeats, loads, seconds, load_words=(
             lines.append(f"| {model} | {precision} | {name} {variant} | n/a ({errors.get(contender, '')}) | | | |")
             continue
         rate = best[contender]
-        rss = max(r["rss_mb"] for r in results[contender])
+        rss_values = [r["rss_mb"] for r in results[contender] if r.get("rss_mb") is not None]
+        rss = f"{max(rss_values):.0f}" if rss_values else "n/a"
         vs_keras = f"{rate / keras:.2f}x" if keras else "n/a"
         vs_classic = f"{rate / classic:.2f}x" if classic else "n/a"
-        lines.append(f"| {model} | {precision} | {name} {variant} | {rate:.0f} | {vs_keras} | {vs_classic} | {rss:.0f} |")
+        lines.append(f"| {model} | {precision} | {name} {variant} | {rate:.0f} | {vs_keras} | {vs_classic} | {rss} |")
     lines.append("")
     lines.append("vs classic Estimator: against its float32 run (it has no bf16 switch); vs Keras fit: against the "
                  "faster of spe=50 with and without jit for the same model and precision.")

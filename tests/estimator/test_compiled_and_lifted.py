@@ -184,7 +184,8 @@ def test_cpu_convnet_whole_xla_loop_warns_with_the_measured_cost(make_config, mo
     assert est.get_variable_value("global_step") == 2
 
 
-def test_whole_step_jit_names_the_op_xla_cannot_compile(make_config, model_dir):
+@pytest.mark.parametrize("iterations", [1, 2], ids=["step", "cpu_loop_of_compiled_steps"])
+def test_whole_step_jit_names_the_op_xla_cannot_compile(make_config, model_dir, iterations):
     def stringy_model_fn(features, labels, mode):
         x = tf.strings.to_number(tf.strings.as_string(features["x"]))
         w = v1.get_variable("w", [FEATURES, 3])
@@ -192,7 +193,9 @@ def test_whole_step_jit_names_the_op_xla_cannot_compile(make_config, model_dir):
         return EstimatorSpec(mode, loss=loss, train_op=v1.train.GradientDescentOptimizer(0.1).minimize(
             loss, global_step=v1.train.get_global_step()))
 
-    est = NPUEstimator(stringy_model_fn, model_dir=model_dir, config=make_config(jit_compile="true"))
+    # iterations 2 on a CPU: the computation is inside the loop body's function, and still checked
+    est = NPUEstimator(stringy_model_fn, model_dir=model_dir,
+                       config=make_config(jit_compile="true", iterations_per_loop=iterations))
     with pytest.raises(ValueError, match="(?s)mix_compile_mode=False.*AsString.*XLA has no kernel"):
         est.train(input_fn_for(X, Y), steps=2)
     assert tf.train.latest_checkpoint(model_dir) is None

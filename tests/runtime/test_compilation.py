@@ -48,6 +48,11 @@ def test_device_loop_rule_compiles_the_step_on_a_cpu_and_the_loop_on_a_gpu():
         # auto stays off on a CPU, mixed mode clusters: nothing for the loop rule to choose
         assert compilation.loop_compilation(options(iterations_per_loop=4), gpu=False, environ={}) == "none"
         assert compilation.loop_compilation(options(jit_compile="false"), gpu=gpu, environ={}) == "none"
+    # dynamic_execute pads a ranged input outside the computation: the stacked input of a whole loop
+    ranged = options(jit_compile="true", iterations_per_loop=4, dynamic_input=True,
+                     dynamic_inputs_shape_range="getnext:[2~64,8],[2~64]")
+    assert compilation.loop_compilation(ranged, gpu=False, environ={}) == "loop"
+    assert compilation.loop_compilation(ranged, gpu=False, environ={"NPURUN_XLA_DEVICE_LOOP": "step"}) == "step"
     with pytest.raises(ValueError, match=r"NPURUN_XLA_DEVICE_LOOP='whole' is not understood: set it to 'step'"):
         compilation.loop_compilation(xla, gpu=False, environ={"NPURUN_XLA_DEVICE_LOOP": "whole"})
 

@@ -38,7 +38,8 @@ same convolutions compiled at a computation's top level are transposed into the 
 and run in its Eigen convolution kernel. A ResNet step runs many times slower that way. The step
 compiled inside the executor's loop keeps the fast kernels; what it gives up (the executor's
 per-iteration loop ops) costs microseconds per step. `NPURUN_XLA_DEVICE_LOOP` (npurun extension,
-process environment) chooses: "auto" (default: "step" on a CPU, "loop" on a GPU), "step" or "loop";
+process environment) chooses: "auto" (default: "step" on a CPU, "loop" on a GPU, and "loop" for
+dynamic_execute with ranged inputs, whose padding needs the stacked input), "step" or "loop";
 a whole-loop computation with convolution gradients for a CPU warns with the measured cost
 (`warn_loop_cost`). The rule and its measurements live in config/xla_advice.py (plain Python, read by
 `npurun explain` too).
@@ -125,7 +126,16 @@ def loop_compilation(options: Options, gpu: bool | None = None,
     choice = resolve_jit(options, gpu)
     if choice.mode != "whole":
         return "none"
+    if loop_setting(environ) == "auto" and _pads_ranged_inputs(options):
+        # dynamic_execute compiles once for the range by padding the stacked input outside the
+        # computation (dynamic_inputs.py); a get_next inside the executor's loop is not padded.
+        return "loop"
     return loop_rule(choice.device_type == "XLA_GPU_JIT", environ)
+
+
+def _pads_ranged_inputs(options: Options) -> bool:
+    return bool(options.get("dynamic_input") and options.get("dynamic_inputs_shape_range")
+                and (options.get("dynamic_graph_execute_mode") or "dynamic_execute") == "dynamic_execute")
 
 
 def loop_is_compiled(options: Options, gpu: bool | None = None) -> bool:
