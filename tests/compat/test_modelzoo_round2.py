@@ -234,3 +234,61 @@ def test_tfdeterminism_patch_is_tensorflows_op_determinism(tmp_path):
     done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "determinism True (4,)" in done.stdout
+
+
+def _layers_model_fn(kind):
+    def model_fn(features, labels, mode):
+        if kind == "keras":  # TensorFlow 2.21's tf.keras (Keras 3)
+            import keras
+
+            logits = keras.layers.Dense(2)(keras.layers.Dense(4, activation="relu")(features["x"]))
+        elif kind == "tf-keras":  # a TF 1 script's tf.keras under npurun run
+            import tf_keras
+
+            logits = tf_keras.layers.Dense(2)(tf_keras.layers.Dense(4, activation="relu")(features["x"]))
+        else:  # tf.compat.v1.layers as npurun gives them (tf-keras's TF 1 layers)
+            from npurun.tf1 import layers
+
+            logits = layers.dense(layers.dense(features["x"], 4, activation=tf.nn.relu), 2)
+        if mode == "infer":
+            return EstimatorSpec(mode, predictions={"logits": logits})
+        loss = v1.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+        train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=v1.train.get_global_step())
+        return EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    return model_fn
+
+
+@pytest.mark.parametrize("kind", ["keras", "tf-keras", "tf.compat.v1.layers"])
+def test_variable_names_do_not_depend_on_the_device_loop(tmp_path, control_flow, kind):
+    def estimator(iterations_per_loop):
+        config = NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=iterations_per_loop,
+                              save_checkpoints_steps=100, log_step_count_steps=None)
+        return NPUEstimator(_layers_model_fn(kind), config=config)
+
+    estimator(1).train(_input_fn, max_steps=10)
+    names = set(estimator(1).get_variable_names())
+    looped = estimator(10)
+    looped.train(_input_fn, max_steps=20)  # restores the one-step checkpoint, trains in a loop of 10
+    assert set(looped.get_variable_names()) == names
+    assert not [name for name in names if "npurun_device_loop" in name]
+    assert looped.evaluate(_input_fn, steps=2)["global_step"] == 20  # restores the looped checkpoint
+    prediction = next(iter(looped.predict(lambda: _input_fn().map(lambda f, _: f))))
+    assert prediction["logits"].shape == (2,)
+
+
+def test_a_checkpoint_that_does_not_restore_says_why(tmp_path, caplog):
+    import logging
+
+    config = NPURunConfig(model_dir=str(tmp_path), save_checkpoints_steps=100, log_step_count_steps=None)
+    NPUEstimator(_layers_model_fn("tf.compat.v1.layers"), config=config).train(_input_fn, max_steps=2)
+
+    def renamed(features, labels, mode):
+        with v1.variable_scope("other"):
+            return _layers_model_fn("tf.compat.v1.layers")(features, labels, mode)
+
+    with caplog.at_level(logging.WARNING, logger="npurun"), pytest.raises(RuntimeError, match="restores"):
+        NPUEstimator(renamed, config=config).evaluate(_input_fn, steps=1)
+    warned = [r.getMessage() for r in caplog.records if "does not restore" in r.getMessage()]
+    assert warned and all("not found in checkpoint" in message for message in warned), warned
+    assert not [message for message in warned if message.rstrip(")").rstrip().endswith("Original error:")]
