@@ -126,6 +126,7 @@ from tensorflow.python.framework import ops
 from tensorflow.python.eager import profiler  # official-models keras_utils, at module level
 from tensorflow.python.distribute import distribution_strategy_context
 from tensorflow.python.tpu import tpu_config
+from tensorflow.tools.graph_transforms import TransformGraph  # EDSR_ID1263's run.py, for its .pb export
 
 print("nest", nest.is_sequence([1, 2]), nest.is_sequence(3))
 x = tf.placeholder(tf.float32, [])
@@ -147,6 +148,10 @@ try:
     from tensorflow.python.training.tracking import tracking  # gone in TensorFlow 2.21
 except ModuleNotFoundError as error:
     print("gone", error.name, "TensorFlow 1.15" in str(error))
+try:
+    TransformGraph(tf.GraphDef(), ["x"], ["y"], ["sort_by_execution_order"])
+except NotImplementedError as error:
+    print("transform", "extract_sub_graph" in str(error))
 '''
 
 
@@ -163,6 +168,7 @@ def test_tf115_private_paths_modelzoo_imports_are_there_or_a_clear_error(tmp_pat
     assert "rnncell True False" in out
     assert "moved True True True False RunConfig" in out
     assert "gone tensorflow.python.training.tracking True" in out
+    assert "transform True" in out
 
 
 MOMENTS_SCRIPT = '''\
