@@ -127,6 +127,7 @@ from tensorflow.python.eager import profiler  # official-models keras_utils, at 
 from tensorflow.python.distribute import distribution_strategy_context
 from tensorflow.python.tpu import tpu_config
 from tensorflow.tools.graph_transforms import TransformGraph  # EDSR_ID1263's run.py, for its .pb export
+from tensorflow.contrib.framework.python.ops import audio_ops as contrib_audio  # DS-CNN_RT2's input_data.py
 
 print("nest", nest.is_sequence([1, 2]), nest.is_sequence(3))
 x = tf.placeholder(tf.float32, [])
@@ -141,6 +142,12 @@ with tf.Session() as sess:
     path = saver.save(sess, "./ckpt/model")
 reader = pywrap_tensorflow.NewCheckpointReader(path)
 print("reader", reader.get_tensor("v"))
+wav = contrib_audio.decode_wav(contrib_audio.encode_wav(tf.zeros([160, 1]), 16000), desired_channels=1,
+                               desired_samples=160)
+spectrogram = contrib_audio.audio_spectrogram(wav.audio, window_size=64, stride=32, magnitude_squared=True)
+mfcc = contrib_audio.mfcc(spectrogram, wav.sample_rate, dct_coefficient_count=10)
+with tf.Session() as sess:
+    print("audio", sess.run(tf.shape(wav.audio)).tolist(), sess.run(tf.shape(mfcc))[-1])
 print("rnncell", rnn_cell_impl._like_rnncell(tf.nn.rnn_cell.BasicLSTMCell(4)), rnn_cell_impl._like_rnncell(3))
 print("moved", callable(gen_nn_ops._max_pool_grad), callable(ops.register_tensor_conversion_function),
       callable(profiler.start), distribution_strategy_context.has_strategy(), tpu_config.RunConfig.__name__)
@@ -165,6 +172,7 @@ def test_tf115_private_paths_modelzoo_imports_are_there_or_a_clear_error(tmp_pat
     assert "nest True False" in out
     assert "flow 4.0 6.0 -3.0" in out
     assert "reader 1.5" in out
+    assert "audio [160, 1] 10" in out
     assert "rnncell True False" in out
     assert "moved True True True False RunConfig" in out
     assert "gone tensorflow.python.training.tracking True" in out

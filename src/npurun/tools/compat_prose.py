@@ -296,18 +296,19 @@ support TensorFlow 2.21); `tfdeterminism.patch()` is TensorFlow's op determinism
 field (11 strata); from each stratum `max(1, round(24 * size / 427))` folders drawn with Python's
 `random.Random(23).sample` over the sorted folder list, strata in sorted order: 28 folders. Each is run from a copy
 outside the repository with a 300 s timeout, on tiny faked data and small-step flags (script dependencies such as
-opencv, tqdm, scikit-image installed outside npurun's environment). 6 of the 28 were run this round (the rest of its
-time went to the fixes above): all 6 complete or fail only for a reason outside npurun (1 npurun gap found and fixed);
-the other 22 are listed as not run.
+opencv, tqdm, scikit-image installed outside npurun's environment). 7 of the 28 were run this round (the rest of its
+time went to the fixes above): all 7 complete or fail only for a reason outside npurun (2 npurun gaps found and fixed);
+the other 21 are listed as not run.
 
 | folder (sampled) | entry | outcome |
 |---|---|---|
 | contrib/nlp quantum_sample_learning_ID2036 | `run_lm.py --epochs=1 --train_size=2000 --rnn_units=16` (its own data) | completes (trains, evaluates: KL 0.48) |
 | contrib/recommendation afm | `code/AFM_NPU.py --pretrain 0 --epoch 2 --batch_size 64` (libfm files faked) | completes (2 epochs, validation 0.9999 → 0.9996) |
 | contrib/cv EDSR_ID1263 | `train.py --chip=npu --train_steps=2 --num_blocks=2 --num_filters=16 --batch_size=2` (png faked) | npurun gap: `from tensorflow.tools.graph_transforms import TransformGraph` at module level (13 folders); fixed (importable; calling it raises, it is used for export only): completes |
+| built-in/nlp DS-CNN_RT2_ID1769 | `train.py --data_url= --data_dir ... --wanted_words yes,no,up --how_many_training_steps 4 --batch_size 4` (16 kHz wavs faked) | npurun gap: `tensorflow.contrib.framework.python.ops.audio_ops` (2 folders); fixed (TensorFlow's audio ops): completes (trains, test accuracy printed) |
 | contrib/reinforcement-learning iqn (IQN_ID1995) | `IQN_tf.py --games Pong` | fails outside npurun: `gym` (and Atari ROMs) not installed, as on Ascend without them |
 | contrib/cv Factorized_ID1301 | `train.py --input_dir=... --batch_size 4 --max_epochs 1` | fails outside npurun: the folder has no `utils/warp.py` it imports (fails on Ascend too) |
 | built-in/cv Hourglass_ID0155 | `train_launcher.py` (config.cfg edited as its launch script does: 16 features, 1 epoch of 2 steps) | builds (NPULossScaleOptimizer, `set_iteration_per_loop`) and starts training, then fails outside npurun: its input `py_func` calls `scipy.misc.imresize` (removed in SciPy 1.3; fails on Ascend with today's SciPy too) |
 | built-in/recommendation MMoE_Transformer_ID0390 | `train/main.py --config_name mmoe_config` | not run: `config/mmoe_config.py` fixes paths and sizes (1M-feature embedding, 300-token transformer), no flags |
-| built-in/audio tacotron2_ID0018; built-in/cv Densenet_3D_ID0121, BigGAN_ID0088, AlignedReID_ID1460, ResnetVariant_ID0033, EfficientNet_B0_ID0009; built-in/gnn GraphSAGE_ID0089; built-in/nlp DS-CNN_RT2_ID1769, RetinaNet; built-in/reinforcement_learning DQN; contrib/cv mixmatch_ID0804, InsightFace_TF, PoseFix_ID0950, ADAGAN_ID2115, dbresnet, RFN, AVOD_ID0818, CYCLE-DEHAZE_ID1219, CFL_ID1230, inceptionv3; contrib/graph SESEMI_ID1270 | | not run yet |
+| built-in/audio tacotron2_ID0018; built-in/cv Densenet_3D_ID0121, BigGAN_ID0088, AlignedReID_ID1460, ResnetVariant_ID0033, EfficientNet_B0_ID0009; built-in/gnn GraphSAGE_ID0089; built-in/nlp RetinaNet; built-in/reinforcement_learning DQN; contrib/cv mixmatch_ID0804, InsightFace_TF, PoseFix_ID0950, ADAGAN_ID2115, dbresnet, RFN, AVOD_ID0818, CYCLE-DEHAZE_ID1219, CFL_ID1230, inceptionv3; contrib/graph SESEMI_ID1270 | | not run yet |
 """

@@ -182,6 +182,9 @@ PATHS = {
     "tpu.python.tpu.tpu_config": "npurun.tf1.contrib.tpu", "tpu.python.tpu.tpu_estimator": "npurun.tf1.contrib.tpu",
     "learn.python.learn.datasets.mnist": "npurun.tf1.mnist_input_data",
     "learn.python.learn.preprocessing": _LEARN,
+    # TF 1.15's contrib audio ops were TensorFlow's generated audio ops (decode_wav, audio_spectrogram, mfcc):
+    # the speech-commands input of DS-CNN_RT2_ID1769 and another folder
+    "framework.python.ops.audio_ops": "tensorflow.python.ops.gen_audio_ops",
     "crf.python.ops.crf": "npurun.tf1.contrib.crf", "crf.python.ops": "npurun.tf1.contrib.crf",
 }
 
