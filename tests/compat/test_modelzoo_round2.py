@@ -306,3 +306,12 @@ def test_a_checkpoint_that_does_not_restore_says_why(tmp_path, caplog):
     warned = [r.getMessage() for r in caplog.records if "does not restore" in r.getMessage()]
     assert warned and all("not found in checkpoint" in message for message in warned), warned
     assert not [message for message in warned if message.rstrip(")").rstrip().endswith("Original error:")]
+
+
+def test_check_knows_the_tf115_paths_the_tf1_world_puts_back():
+    from npurun.tools.check.tensorflow import TF1_WORLD, classify
+
+    for path in ("tensorflow.tools.graph_transforms.TransformGraph", "tensorflow.python.eager.profiler",
+                 "tensorflow.python.tpu.tpu_config.RunConfig"):
+        status, detail, error = classify(path, world=True)
+        assert status == TF1_WORLD and not error, (path, detail)
