@@ -311,4 +311,12 @@ the other 21 are listed as not run.
 | built-in/cv Hourglass_ID0155 | `train_launcher.py` (config.cfg edited as its launch script does: 16 features, 1 epoch of 2 steps) | builds (NPULossScaleOptimizer, `set_iteration_per_loop`) and starts training, then fails outside npurun: its input `py_func` calls `scipy.misc.imresize` (removed in SciPy 1.3; fails on Ascend with today's SciPy too) |
 | built-in/recommendation MMoE_Transformer_ID0390 | `train/main.py --config_name mmoe_config` | not run: `config/mmoe_config.py` fixes paths and sizes (1M-feature embedding, 300-token transformer), no flags |
 | built-in/audio tacotron2_ID0018; built-in/cv Densenet_3D_ID0121, BigGAN_ID0088, AlignedReID_ID1460, ResnetVariant_ID0033, EfficientNet_B0_ID0009; built-in/gnn GraphSAGE_ID0089; built-in/nlp RetinaNet; built-in/reinforcement_learning DQN; contrib/cv mixmatch_ID0804, InsightFace_TF, PoseFix_ID0950, ADAGAN_ID2115, dbresnet, RFN, AVOD_ID0818, CYCLE-DEHAZE_ID1219, CFL_ID1230, inceptionv3; contrib/graph SESEMI_ID1270 | | not run yet |
+
+`npurun check` on these 7 (run without the scripts' pip dependencies installed) against each first real error:
+quantum_sample_learning and afm "0 will raise" (both complete); IQN and Factorized name their first error (`gym`,
+the missing `utils`); Hourglass names `skimage`/`cv2` (installed for the run) and a real NameError `lossScale` on a branch
+the run did not take, but not the `scipy.misc.imresize` its input hit (an attribute of an installed module, not checked);
+DS-CNN's one "will raise" is `contrib.rnn.stack_bidirectional_dynamic_rnn` in a model architecture the flags did not
+choose, and check missed its first error (the contrib audio ops path, fixed since); EDSR's
+`tensorflow.tools.graph_transforms` was a false "does not exist" and is now reported as provided by the TF1 world.
 """
