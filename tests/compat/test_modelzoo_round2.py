@@ -126,6 +126,8 @@ from tensorflow.python.framework import ops
 from tensorflow.python.eager import profiler  # official-models keras_utils, at module level
 from tensorflow.python.distribute import distribution_strategy_context
 from tensorflow.python.tpu import tpu_config
+from tensorflow.tools.graph_transforms import TransformGraph  # EDSR_ID1263's run.py, for its .pb export
+from tensorflow.contrib.framework.python.ops import audio_ops as contrib_audio  # DS-CNN_RT2's input_data.py
 
 print("nest", nest.is_sequence([1, 2]), nest.is_sequence(3))
 x = tf.placeholder(tf.float32, [])
@@ -140,6 +142,12 @@ with tf.Session() as sess:
     path = saver.save(sess, "./ckpt/model")
 reader = pywrap_tensorflow.NewCheckpointReader(path)
 print("reader", reader.get_tensor("v"))
+wav = contrib_audio.decode_wav(contrib_audio.encode_wav(tf.zeros([160, 1]), 16000), desired_channels=1,
+                               desired_samples=160)
+spectrogram = contrib_audio.audio_spectrogram(wav.audio, window_size=64, stride=32, magnitude_squared=True)
+mfcc = contrib_audio.mfcc(spectrogram, wav.sample_rate, dct_coefficient_count=10)
+with tf.Session() as sess:
+    print("audio", sess.run(tf.shape(wav.audio)).tolist(), sess.run(tf.shape(mfcc))[-1])
 print("rnncell", rnn_cell_impl._like_rnncell(tf.nn.rnn_cell.BasicLSTMCell(4)), rnn_cell_impl._like_rnncell(3))
 print("moved", callable(gen_nn_ops._max_pool_grad), callable(ops.register_tensor_conversion_function),
       callable(profiler.start), distribution_strategy_context.has_strategy(), tpu_config.RunConfig.__name__)
@@ -147,6 +155,10 @@ try:
     from tensorflow.python.training.tracking import tracking  # gone in TensorFlow 2.21
 except ModuleNotFoundError as error:
     print("gone", error.name, "TensorFlow 1.15" in str(error))
+try:
+    TransformGraph(tf.GraphDef(), ["x"], ["y"], ["sort_by_execution_order"])
+except NotImplementedError as error:
+    print("transform", "extract_sub_graph" in str(error))
 '''
 
 
@@ -160,9 +172,11 @@ def test_tf115_private_paths_modelzoo_imports_are_there_or_a_clear_error(tmp_pat
     assert "nest True False" in out
     assert "flow 4.0 6.0 -3.0" in out
     assert "reader 1.5" in out
+    assert "audio [160, 1] 10" in out
     assert "rnncell True False" in out
     assert "moved True True True False RunConfig" in out
     assert "gone tensorflow.python.training.tracking True" in out
+    assert "transform True" in out
 
 
 MOMENTS_SCRIPT = '''\
@@ -234,3 +248,70 @@ def test_tfdeterminism_patch_is_tensorflows_op_determinism(tmp_path):
     done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "determinism True (4,)" in done.stdout
+
+
+def _layers_model_fn(kind):
+    def model_fn(features, labels, mode):
+        if kind == "keras":  # TensorFlow 2.21's tf.keras (Keras 3)
+            import keras
+
+            logits = keras.layers.Dense(2)(keras.layers.Dense(4, activation="relu")(features["x"]))
+        elif kind == "tf-keras":  # a TF 1 script's tf.keras under npurun run
+            import tf_keras
+
+            logits = tf_keras.layers.Dense(2)(tf_keras.layers.Dense(4, activation="relu")(features["x"]))
+        else:  # tf.compat.v1.layers as npurun gives them (tf-keras's TF 1 layers)
+            from npurun.tf1 import layers
+
+            logits = layers.dense(layers.dense(features["x"], 4, activation=tf.nn.relu), 2)
+        if mode == "infer":
+            return EstimatorSpec(mode, predictions={"logits": logits})
+        loss = v1.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+        train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=v1.train.get_global_step())
+        return EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    return model_fn
+
+
+@pytest.mark.parametrize("kind", ["keras", "tf-keras", "tf.compat.v1.layers"])
+def test_variable_names_do_not_depend_on_the_device_loop(tmp_path, control_flow, kind):
+    def estimator(iterations_per_loop):
+        config = NPURunConfig(model_dir=str(tmp_path), iterations_per_loop=iterations_per_loop,
+                              save_checkpoints_steps=100, log_step_count_steps=None)
+        return NPUEstimator(_layers_model_fn(kind), config=config)
+
+    estimator(1).train(_input_fn, max_steps=10)
+    names = set(estimator(1).get_variable_names())
+    looped = estimator(10)
+    looped.train(_input_fn, max_steps=20)  # restores the one-step checkpoint, trains in a loop of 10
+    assert set(looped.get_variable_names()) == names
+    assert not [name for name in names if "npurun_device_loop" in name]
+    assert looped.evaluate(_input_fn, steps=2)["global_step"] == 20  # restores the looped checkpoint
+    prediction = next(iter(looped.predict(lambda: _input_fn().map(lambda f, _: f))))
+    assert prediction["logits"].shape == (2,)
+
+
+def test_a_checkpoint_that_does_not_restore_says_why(tmp_path, caplog):
+    import logging
+
+    config = NPURunConfig(model_dir=str(tmp_path), save_checkpoints_steps=100, log_step_count_steps=None)
+    NPUEstimator(_layers_model_fn("tf.compat.v1.layers"), config=config).train(_input_fn, max_steps=2)
+
+    def renamed(features, labels, mode):
+        with v1.variable_scope("other"):
+            return _layers_model_fn("tf.compat.v1.layers")(features, labels, mode)
+
+    with caplog.at_level(logging.WARNING, logger="npurun"), pytest.raises(RuntimeError, match="restores"):
+        NPUEstimator(renamed, config=config).evaluate(_input_fn, steps=1)
+    warned = [r.getMessage() for r in caplog.records if "does not restore" in r.getMessage()]
+    assert warned and all("not found in checkpoint" in message for message in warned), warned
+    assert not [message for message in warned if message.rstrip(")").rstrip().endswith("Original error:")]
+
+
+def test_check_knows_the_tf115_paths_the_tf1_world_puts_back():
+    from npurun.tools.check.tensorflow import TF1_WORLD, classify
+
+    for path in ("tensorflow.tools.graph_transforms.TransformGraph", "tensorflow.python.eager.profiler",
+                 "tensorflow.python.tpu.tpu_config.RunConfig"):
+        status, detail, error = classify(path, world=True)
+        assert status == TF1_WORLD and not error, (path, detail)

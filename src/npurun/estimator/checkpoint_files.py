@@ -99,13 +99,29 @@ def _warn_state_once(path, version, reason) -> None:
 _NOISE = ("Graph execution error", "Detected at node", "Node:", "[[", "Original stack trace", "File ")
 
 
+_ORIGINAL = "Original error:"  # TensorFlow's Saver wraps a failed restore's error after this
+
+
 def first_line(err) -> str:
-    """The line of an error that says what went wrong (TensorFlow's graph errors start with where)."""
+    """The line of an error that says what went wrong (TensorFlow's graph errors start with where).
+
+    A Saver's "Restoring from checkpoint failed. ... Original error:" gives its first sentence and the
+    original error's line ("Key dense/kernel not found in checkpoint"), not the wrapper's line alone."""
     text = getattr(err, "message", None) or str(err)
+    head, marker, rest = text.partition(_ORIGINAL)
+    if marker:
+        inner = _first_line(rest)
+        if inner is not None:
+            return f"{head.strip().split('. ')[0].rstrip('.')}: {inner}"
+    line = _first_line(text)
+    return line if line is not None else type(err).__name__
+
+
+def _first_line(text):
     for line in text.splitlines():
         if line.strip() and not line[:1].isspace() and not line.startswith(_NOISE):
             return line.strip()
-    return type(err).__name__
+    return None
 
 
 def candidates(model_dir: str) -> List[str]:

@@ -15,7 +15,8 @@ Per iteration the loop keeps the loss and, for `NPUEstimatorSpec.host_call`, the
 tensors, in local [N, ...] buffer variables read after the run, so the host can
 log every iteration's loss and produce host_call summaries for any step of the loop.
 
-model_fn is called inside the loop body, so its ops live there. Its `tf.compat.v1.summary` ops
+model_fn is called inside the loop body, so its ops live there, named as outside a loop (the loop's
+name scope is not theirs: variables keep the names evaluate and predict give them). Its `tf.compat.v1.summary` ops
 are lifted to the host like host_call tensors, and hooks fetching its loss get the last
 iteration's value (see host_values.py).
 
@@ -93,6 +94,13 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
     loss_buffer = _buffer("loss", tf.TensorSpec([], tf.float32), iterations + 1)
 
     def train_step(i, features, labels):
+        # model_fn's names are those it has outside a loop (evaluate, predict and export build it so): a
+        # loop body is under the loop's name scope (control flow v1), which Keras layers' variables would
+        # take ('npurun_device_loop/dense/kernel'), and the checkpoint would not restore in other modes.
+        with _v1.get_default_graph().name_scope(None):
+            return _train_step(i, features, labels)
+
+    def _train_step(i, features, labels):
         before = {op.name for op in _v1.get_default_graph().get_operations()}
         with host_values.lifting(static_shapes=True) as lifted:
             spec = estimator.call_model_fn(features, labels, ModeKeys.TRAIN)

@@ -58,6 +58,8 @@ _EXTRA_MODULES = {
     "tensorflow.python.tpu.tpu_config": "npurun.tf1.contrib.tpu",  # RunConfig, TPUConfig, InputPipelineConfig
     # tensorflow-determinism (refuses TensorFlow 2.21): its patch() is TensorFlow's own op determinism
     "tfdeterminism": "npurun.tf1.tfdeterminism",
+    # TF 1.15's Graph Transform Tool wrapper (13 folders import it for an export step): importable, calling it raises
+    "tensorflow.tools.graph_transforms": "npurun.tf1.graph_transforms",
     # TF 1's estimator at its implementation path (`from tensorflow.python.estimator import estimator`):
     # each module is the script's tf.estimator, which holds the names scripts take from them.
     "tensorflow.python.estimator": lambda: _estimator_package("tensorflow.python.estimator"),

@@ -116,6 +116,10 @@ OPT = {"LazyAdamOptimizer": Mapped("npurun.tf1.contrib.opt:LazyAdamOptimizer"),
 IMAGE = {name: Mapped(f"npurun.tf1.contrib.image:{name}") for name in (
     "transform", "rotate", "translate", "angles_to_projective_transforms", "translations_to_projective_transforms",
     "compose_transforms")}
+# Written here (tensorflow-addons, its TF 2 home, does not support TensorFlow 2.21): npurun.tf1.contrib.crf
+CRF = {name: Mapped(f"npurun.tf1.contrib.crf:{name}") for name in (
+    "crf_sequence_score", "crf_log_norm", "crf_log_likelihood", "crf_unary_score", "crf_binary_score", "crf_decode",
+    "viterbi_decode", "CrfForwardRnnCell", "CrfDecodeForwardRnnCell", "CrfDecodeBackwardRnnCell")}
 _TPU = ("TPU execution has no CPU/GPU counterpart here; run TPUEstimator with use_tpu=False (as TensorFlow 1 "
         "did without a TPU), or use tf.estimator.Estimator / NPUEstimator")
 _CONTRIB_TPU = "npurun.tf1.contrib.tpu"
@@ -152,7 +156,7 @@ LOOKUP = _from(_LOOKUP_OPS, *"""
 # Module name (below tensorflow.contrib) -> its names. Only listed modules have usable names.
 MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
            "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE, "summary": SUMMARY, "learn": LEARN,
-           "util": UTIL, "lookup": LOOKUP}
+           "util": UTIL, "lookup": LOOKUP, "crf": CRF}
 # Whole modules that are another package.
 PACKAGES = {"slim": _SLIM}
 UNSUPPORTED_MODULES = {
@@ -161,7 +165,7 @@ UNSUPPORTED_MODULES = {
                   "NPUDistributedOptimizer under `npurun launch`",
     "mixed_precision": "use npu_bridge's NPULossScaleOptimizer with a loss-scale manager",
     "hccl": "use npu_bridge.hccl / hccl.manage.api",
-    "seq2seq": _NOT_PORTED, "crf": _NOT_PORTED, "cudnn_rnn": _NOT_PORTED,
+    "seq2seq": _NOT_PORTED, "cudnn_rnn": _NOT_PORTED,
     "quantize": _NOT_PORTED, "distributions": "use tensorflow-probability",
     "sparsemax": _NOT_PORTED, "tfprof": "use tf.compat.v1.profiler", "cloud": _NOT_PORTED,
     "compiler": _NOT_PORTED, "keras": "use tf.keras", "estimator": "use tf.estimator",
@@ -178,6 +182,10 @@ PATHS = {
     "tpu.python.tpu.tpu_config": "npurun.tf1.contrib.tpu", "tpu.python.tpu.tpu_estimator": "npurun.tf1.contrib.tpu",
     "learn.python.learn.datasets.mnist": "npurun.tf1.mnist_input_data",
     "learn.python.learn.preprocessing": _LEARN,
+    # TF 1.15's contrib audio ops were TensorFlow's generated audio ops (decode_wav, audio_spectrogram, mfcc):
+    # the speech-commands input of DS-CNN_RT2_ID1769 and another folder
+    "framework.python.ops.audio_ops": "tensorflow.python.ops.gen_audio_ops",
+    "crf.python.ops.crf": "npurun.tf1.contrib.crf", "crf.python.ops": "npurun.tf1.contrib.crf",
 }
 
 # Deep paths that import (the scripts import them at the top, for a multi-shard branch they do not take

@@ -32,6 +32,12 @@ WORLD_PATHS = {
        for sub in ("estimator", "run_config", "model_fn", "training")},
     "tensorflow.python.data.experimental.ops.threadpool": "npurun.tf1.data_threadpool: PrivateThreadPool and "
                                                           "override_threadpool as tf.data threading options",
+    "tensorflow.python.eager.profiler": "npurun.tf1.eager_profiler: start/stop/save on TensorFlow's profiler",
+    "tensorflow.python.distribute.distribution_strategy_context": "TensorFlow's distribute_lib (get_strategy, ...)",
+    "tensorflow.python.training.distribution_strategy_context": "TensorFlow's distribute_lib (get_strategy, ...)",
+    "tensorflow.python.tpu.tpu_config": "npurun.tf1.contrib.tpu (RunConfig, TPUConfig, InputPipelineConfig)",
+    "tensorflow.tools.graph_transforms": "npurun.tf1.graph_transforms for the import; calling TransformGraph raises "
+                                        "AdapterAPIError (TensorFlow 2.21 has no Graph Transform Tool)",
 }
 for _module in ("dnn", "linear", "dnn_linear_combined", "baseline", "boosted_trees", "head", "optimizers",
                 "metric_keys", "prediction_keys", "parsing_utils"):
@@ -119,7 +125,7 @@ def classify(qualified: str, world: bool):
         return classify_contrib(".".join(parts[2:]))
     if parts[1:3] == ["compat", "v1"]:
         return _classify_api(parts[3:], tf_api_names.TF1, "tf.compat.v1", world=False)
-    if parts[1:2] in (["python"], ["core"], ["examples"]):
+    if parts[1:2] in (["python"], ["core"], ["examples"], ["tools"]):
         return classify_module_path(qualified)
     if world:
         return _classify_api(parts[1:], tf_api_names.TF1, "tf", world=True)
