@@ -7,6 +7,8 @@ adds:
   namespace: `Estimator` is NPUEstimator with tf.estimator's signature, `RunConfig` an NPURunConfig
   with tf.estimator's signature and defaults, the specs, `train_and_evaluate`, the session hooks,
   `inputs.numpy_input_fn`;
+- `tf.keras.estimator.model_to_estimator` / `tf.compat.v1.keras.estimator.model_to_estimator` for
+  tf-keras models (`npurun.tf_estimator.keras`) where tf-keras's own cannot work;
 - `tf.compat.v1.layers` (also seen as `tf.layers` after `import tensorflow.compat.v1 as tf`) when
   TensorFlow's own does not work (Keras 3 removed it): `npurun.tf1.layers`;
 - `tf.compat.v1.Session` reading an `NpuOptimizer` entry of its ConfigProto (`npurun.adapter.session`);
@@ -117,6 +119,10 @@ def attach(module) -> None:
             _set_all(objects, "estimator", estimator)
             for name in ESTIMATOR_MODULE_NAMES:  # `from tensorflow.estimator import RunConfig`
                 _patches.add_module(name, estimator)
+            if module.__name__ == "tensorflow":  # tf.keras.estimator.model_to_estimator (tf-keras's needs
+                from ..tf_estimator import keras as keras_lib  # the tensorflow_estimator package)
+
+                keras_lib.attach(tf, _patches)
         if not _layers_work(v1):
             _set_all(v1_objects, "layers", layers)
         _set_all(v1_objects, "Session", session_class)
