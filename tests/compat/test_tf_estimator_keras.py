@@ -63,6 +63,9 @@ def test_a_functional_model_trains_evaluates_predicts_and_exports(tmp_path):
     names = est.get_variable_names()
     assert "layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE" in names
     assert "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE" in names
+    assert "optimizer/learning_rate/.ATTRIBUTES/VARIABLE_VALUE" in names  # the optimizer's state, as in TF 2.15
+    est.train(lambda: _class_input(), steps=10)  # resumes from the object-based checkpoint
+    assert est.get_variable_value("estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE") == 70
     export = est.export_saved_model(str(tmp_path / "export"), _serving)
     loaded = tf.saved_model.load(os.fsdecode(export))
     served = loaded.signatures["serving_default"](feats=tf.constant(X[:4]))

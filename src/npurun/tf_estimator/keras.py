@@ -183,12 +183,15 @@ def _clone(keras_model, custom_objects):
         return tf_keras.models.clone_model(keras_model)
 
 
-def _object_saver(clone, global_step):
-    """A Saver writing object-based checkpoint keys (tf.train.Checkpoint's) for `clone` and the global step."""
+def _object_saver(clone, global_step, optimizer):
+    """A Saver writing object-based checkpoint keys (tf.train.Checkpoint's) for `clone`, the global step and,
+    when training, the optimizer (its hyperparameters and slots, as tf.estimator 2.15's checkpoints hold)."""
     import tensorflow as tf
     from tensorflow.python.checkpoint import checkpoint as checkpoint_lib, graph_view
 
     clone._track_trackable(global_step, "estimator_global_step")
+    if optimizer is not None:
+        clone._track_trackable(optimizer, "optimizer", overwrite=True)
     saveables = graph_view.ObjectGraphView(clone).frozen_saveable_objects()
     saver = tf.compat.v1.train.Saver(var_list=saveables, sharded=True)
     saver._object_restore_saver = checkpoint_lib.frozen_saver(clone)
@@ -219,7 +222,7 @@ def _make_model_fn(keras_model, custom_objects, object_checkpoints, metric_names
         outputs = clone(inputs if len(inputs) > 1 else inputs[0], training=mode == ModeKeys.TRAIN)
         outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
         predictions = dict(zip(clone.output_names, outputs))
-        loss = train_op = None
+        loss = train_op = optimizer = None
         metrics = {}
         if mode != ModeKeys.PREDICT:
             targets = [tf.convert_to_tensor(t) for t in _ordered(labels, clone.output_names, "output (label)")]
@@ -237,7 +240,7 @@ def _make_model_fn(keras_model, custom_objects, object_checkpoints, metric_names
             train_op = tf.group(apply, *clone.get_updates_for(None), *clone.get_updates_for(inputs))
         scaffold = None
         if object_checkpoints:
-            scaffold = tf.compat.v1.train.Scaffold(saver=_object_saver(clone, global_step))
+            scaffold = tf.compat.v1.train.Scaffold(saver=_object_saver(clone, global_step, optimizer))
         outputs_for_export = {"serving_default": PredictOutput(predictions)}
         for key, output_class in (export_outputs or {}).items():
             outputs_for_export[key] = output_class(predictions[key])
@@ -332,13 +335,15 @@ def attach(tf, patches) -> None:
     import types
 
     real = importlib.util.find_spec("tensorflow_estimator") is not None
+    done = []
     for path, function in (("keras", model_to_estimator), ("compat.v1.keras", model_to_estimator_v1)):
         lazy = tf
         for part in path.split("."):
             lazy = getattr(lazy, part, None) if lazy is not None else None
         module = _loaded(lazy) if lazy is not None else None
-        if module is None:
-            continue
+        if module is None or any(module is seen for seen in done):
+            continue  # Keras 3's tf.compat.v1.keras is its tf.keras: one module, tf.keras's function
+        done.append(module)
         estimator = vars(module).get("estimator")
         if estimator is None:  # Keras 3: no estimator module; ours refuses its models with the tf-keras way
             namespace = types.ModuleType(f"{module.__name__}.estimator", "Keras estimator API (npurun's).")
