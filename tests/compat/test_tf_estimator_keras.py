@@ -116,3 +116,25 @@ def test_a_keras_3_model_is_refused_with_the_tf_keras_way():
     model.compile("sgd", "mse")
     with pytest.raises(ValueError, match=r"Keras 3 model .*import tf_keras as keras.*TF_USE_LEGACY_KERAS=1"):
         model_to_estimator(model)
+
+
+@pytest.mark.slow
+def test_a_multi_output_model_names_its_metrics_by_output_as_tf_estimator_did(tmp_path):
+    first, second = keras.Input((4,), name="a"), keras.Input((4,), name="b")
+    reg = keras.layers.Dense(1, name="reg")(keras.layers.concatenate([first, second]))
+    cls = keras.layers.Dense(1, activation="sigmoid", name="cls")(first)
+    model = keras.Model([first, second], [reg, cls])
+    model.compile(keras.optimizers.legacy.Adam(0.01), loss={"reg": "mse", "cls": "binary_crossentropy"},
+                  metrics={"reg": ["mae"], "cls": ["accuracy"]})
+    est = model_to_estimator(model, model_dir=str(tmp_path))
+
+    def input_fn():
+        labels = {"reg": Y_REG, "cls": Y_CLASS[:, None].astype("float32")}
+        return tf.data.Dataset.from_tensor_slices(({"a": X, "b": X}, labels)).batch(16)
+
+    est.train(input_fn, steps=2)
+    # TF 2.15 (its venv): {'cls_accuracy', 'reg_mae', 'loss', 'global_step'}
+    assert sorted(est.evaluate(input_fn)) == ["cls_accuracy", "global_step", "loss", "reg_mae"]
+    with pytest.raises(KeyError, match=r"missing \['b'\]"):
+        est.train(lambda: tf.data.Dataset.from_tensor_slices(({"a": X}, {"reg": Y_REG, "cls": Y_REG})).batch(16),
+                  steps=1)
