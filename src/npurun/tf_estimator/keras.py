@@ -124,15 +124,12 @@ def _legacy_optimizer(optimizer):
 def _losses(model, clone, targets, outputs, sample_weights):
     """The compiled loss of `model` for `clone`'s outputs: per output, weighted, plus regularization."""
     import tensorflow as tf
-
-    tf_keras = _tf_keras()
     from tf_keras.src.engine import compile_utils
 
     weights = getattr(model.compiled_loss, "_user_loss_weights", None)
     container = compile_utils.LossesContainer(model.loss, weights, output_names=clone.output_names)
     total = container(targets if len(targets) > 1 else targets[0], outputs if len(outputs) > 1 else outputs[0],
                       sample_weight=sample_weights, regularization_losses=clone.losses)
-    del tf_keras
     return tf.identity(total, name="loss")
 
 
