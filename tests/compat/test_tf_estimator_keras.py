@@ -19,16 +19,18 @@ Y_REG = (X @ np.array([1.0, -2.0, 0.5, 3.0], "float32"))[:, None]
 
 
 def _functional():
+    keras.utils.set_random_seed(0)  # the Keras weights the Estimator starts from
     inputs = keras.Input((4,), name="feats")
     hidden = keras.layers.Dense(8, activation="relu", name="hidden")(inputs)
     outputs = keras.layers.Dense(2, activation="softmax", name="probs")(hidden)
     model = keras.Model(inputs, outputs)
-    model.compile(optimizer=keras.optimizers.SGD(0.3), loss="sparse_categorical_crossentropy",
+    model.compile(optimizer=keras.optimizers.SGD(1.0), loss="sparse_categorical_crossentropy",
                   metrics=["accuracy", keras.metrics.SparseCategoricalAccuracy(name="sca")])
     return model
 
 
 def _sequential():
+    keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.layers.Dense(8, activation="relu", input_shape=(4,)),
                               keras.layers.BatchNormalization(), keras.layers.Dense(1)])
     model.compile(keras.optimizers.legacy.Adam(0.05), "mse", metrics=["mae"])
@@ -58,7 +60,7 @@ def test_a_functional_model_trains_evaluates_predicts_and_exports(tmp_path):
     end = est.evaluate(lambda: _class_input(False))
     # tf.estimator 2.15's keys (checked in its venv): the Keras metric names, loss, global_step.
     assert sorted(end) == ["accuracy", "global_step", "loss", "sca"]
-    assert end["global_step"] == 60 and end["loss"] < start["loss"] * 0.8 and end["accuracy"] == end["sca"]
+    assert end["global_step"] == 60 and end["loss"] < start["loss"] * 0.5 and end["accuracy"] == end["sca"]
     # checkpoint_format='checkpoint': object-based keys, as tf.train.Checkpoint / model.save_weights write them.
     names = est.get_variable_names()
     assert "layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE" in names
