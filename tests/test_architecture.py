@@ -26,7 +26,7 @@ LAYERS = (
     ("estimator",),
     ("util", "example"),
     ("tf1",),
-    ("tf_estimator",),
+    ("tf_estimator", "estimator_api"),
     ("adapter",),
     ("tools", "compat"),
     ("cli", ""),  # "": the package's own __init__ (its public names, loaded lazily)

@@ -182,8 +182,13 @@ def root_prints(record) -> bool:
     for handler in logging.getLogger().handlers:
         if record.levelno < handler.level:
             continue
-        inner = getattr(handler, "python_handler", handler)  # absl's ABSLHandler wraps a StreamHandler
-        if _on_terminal(getattr(inner, "stream", None)):
+        inner = getattr(handler, "python_handler", None)  # absl's ABSLHandler wraps its PythonHandler
+        if inner is not None:
+            # absl prints on sys.stderr (the one current when it prints) unless it logs to a file of its own
+            name = getattr(getattr(inner, "stream", None), "name", "<stderr>")
+            if not isinstance(name, str) or name.startswith("<"):
+                return True
+        elif _on_terminal(getattr(handler, "stream", None)):
             return True
     return False
 

@@ -53,8 +53,13 @@ def test_a_one_device_strategy_trains_as_without_one_and_says_nothing_untrue(rec
     assert RunConfig(train_distribute=tf.distribute.OneDeviceStrategy("/gpu:1"))._strategy_device.endswith("GPU:1")
 
 
-def test_a_strategy_over_several_devices_is_refused_with_the_command_that_runs_it():
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+def test_a_strategy_over_several_devices_is_refused_with_the_command_that_runs_it(monkeypatch):
+    # A MirroredStrategy over two devices of a machine that has them (this one may have one CPU device only,
+    # and TensorFlow checks the devices once it is initialised): its device list, as the strategy keeps it.
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    two = ("/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:1")
+    monkeypatch.setattr(strategy.extended, "_devices", two)
+    assert strategy.num_replicas_in_sync == 2
     for name in ("train_distribute", "eval_distribute"):
         with pytest.raises(ValueError) as error:
             RunConfig(**{name: strategy})

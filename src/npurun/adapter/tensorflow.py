@@ -7,6 +7,8 @@ adds:
   namespace: `Estimator` is NPUEstimator with tf.estimator's signature, `RunConfig` an NPURunConfig
   with tf.estimator's signature and defaults, the specs, `train_and_evaluate`, the session hooks,
   `inputs.numpy_input_fn`;
+- `tf.keras.estimator.model_to_estimator` / `tf.compat.v1.keras.estimator.model_to_estimator` for
+  tf-keras models (`npurun.tf_estimator.keras`) where tf-keras's own cannot work;
 - `tf.compat.v1.layers` (also seen as `tf.layers` after `import tensorflow.compat.v1 as tf`) when
   TensorFlow's own does not work (Keras 3 removed it): `npurun.tf1.layers`;
 - `tf.compat.v1.Session` reading an `NpuOptimizer` entry of its ConfigProto (`npurun.adapter.session`);
@@ -18,71 +20,20 @@ Nothing is replaced that works already: on a TensorFlow that still has `tf.estim
 """
 from __future__ import annotations
 
-import sys
 import warnings
 from importlib import import_module
 
-from ..tf_estimator import Namespace
-from .tables import TF_NAMESPACES
+from ..names import patching
+from ..tf_estimator import estimator_namespace
 
-# (object, attribute, had_it, old_value) for every attribute attach() set, in order.
-_changes: list = []
-
-
-def _raw(obj):
-    """The module behind one of TensorFlow's module wrappers (or the object itself)."""
-    return vars(obj).get("_tfmw_wrapped_module", obj)
-
-
-def _has(obj, attribute) -> bool:
-    try:
-        getattr(obj, attribute)
-    except Exception:  # TensorFlow's lazy loaders raise more than AttributeError
-        return False
-    return True
+# Every attribute attach() set and module it added (undone by detach()); the generic helpers are
+# npurun.names.patching's, shared with npurun.estimator_api.
+_patches = patching.Patches()
+_raw, _has, _v1_objects = patching.raw, patching.has, patching.v1_objects
 
 
 def _set_all(objects, attribute, value):
-    """Set `attribute` on every object, remembering each one's module state from before any change.
-
-    Setting on a TensorFlow module wrapper also sets on the module it wraps, so the state is taken
-    from the wrapped module, once, before the first change.
-    """
-    before = {}
-    for obj in objects:
-        raw = _raw(obj)
-        if id(raw) not in before:
-            before[id(raw)] = (attribute in vars(raw), vars(raw).get(attribute))
-    for obj in objects:
-        had, old = before[id(_raw(obj))]
-        _changes.append((obj, attribute, had, old))
-        setattr(obj, attribute, value)
-
-
-def _remove(obj, attribute):
-    raw = _raw(obj)
-    vars(raw).pop(attribute, None)
-    if raw is not obj:  # a wrapper: its dict, its public-name list and its lookup cache
-        vars(obj).pop(attribute, None)
-        names = vars(obj).get("__all__")
-        if isinstance(names, list) and attribute in names:
-            names.remove(attribute)
-        try:
-            obj._fastdict_pop(attribute)
-        except Exception:  # not cached
-            pass
-
-
-def _v1_objects(tf):
-    """Every object a script may reach as `tf.compat.v1` (TensorFlow wraps the module more than once)."""
-    candidates = [getattr(getattr(tf, "compat", None), "v1", None), sys.modules.get("tensorflow.compat.v1"),
-                  sys.modules.get("tensorflow._api.v2.compat.v1")]
-    candidates += [_raw(c) for c in candidates if c is not None]
-    unique = []
-    for candidate in candidates:
-        if candidate is not None and all(candidate is not u for u in unique):
-            unique.append(candidate)
-    return unique
+    _patches.set_all(objects, attribute, value)
 
 
 def _layers_work(v1) -> bool:
@@ -108,7 +59,7 @@ def _shared():
         except ImportError:  # not built yet: an NpuOptimizer session then raises AdapterAPIError naming it
             pass
 
-        _shared.values = (Namespace(TF_NAMESPACES["tensorflow.estimator"]),
+        _shared.values = (estimator_namespace(),
                           session.session_class(tf_session.Session), _resource_variable_guards())
     return _shared.values
 
@@ -167,8 +118,11 @@ def attach(module) -> None:
         if not any(_has(obj, "estimator") and obj.estimator is not estimator for obj in (tf, v1)):
             _set_all(objects, "estimator", estimator)
             for name in ESTIMATOR_MODULE_NAMES:  # `from tensorflow.estimator import RunConfig`
-                if name not in sys.modules:
-                    sys.modules[name] = estimator
+                _patches.add_module(name, estimator)
+            if module.__name__ == "tensorflow":  # tf.keras.estimator.model_to_estimator (tf-keras's needs
+                from ..tf_estimator import keras as keras_lib  # the tensorflow_estimator package)
+
+                keras_lib.attach(tf, _patches)
         if not _layers_work(v1):
             _set_all(v1_objects, "layers", layers)
         _set_all(v1_objects, "Session", session_class)
@@ -179,12 +133,4 @@ def attach(module) -> None:
 def detach() -> None:
     """Restore every attribute attach() changed."""
     _patched.clear()
-    for name in ESTIMATOR_MODULE_NAMES:
-        if isinstance(sys.modules.get(name), Namespace):
-            del sys.modules[name]
-    while _changes:
-        obj, attribute, had, old = _changes.pop()
-        if had:
-            setattr(obj, attribute, old)
-        else:
-            _remove(obj, attribute)
+    _patches.undo()

@@ -49,6 +49,18 @@ class Namespace(types.ModuleType):
         return sorted(self._table.names)
 
 
+_NAMESPACE = []
+
+
+def estimator_namespace() -> Namespace:
+    """The `tf.estimator` module (one, whoever attaches it: the compatibility layer or `npurun.estimator_api`)."""
+    if not _NAMESPACE:
+        from .table import ESTIMATOR_NAMESPACE
+
+        _NAMESPACE.append(Namespace(ESTIMATOR_NAMESPACE))
+    return _NAMESPACE[0]
+
+
 # ---- RunConfig: run_config.py -------------------------------------------------------------------
 from .run_config import TF_DEFAULT_CHECKPOINT_SECS, TF_RUN_CONFIG_PARAMETERS, RunConfig  # noqa: E402,F401
 
