@@ -175,32 +175,41 @@ def _on_terminal(stream) -> bool:
                                    or getattr(stream, "name", None) in ("<stderr>", "<stdout>"))
 
 
-def root_prints(record) -> bool:
-    """Whether a handler of the root logger prints `record` on stderr/stdout: absl's (installed by
-    `absl.app.run` / `tf.compat.v1.app.run`) or the user's `logging.basicConfig()`. npurun's records
-    propagate there, so a handler of npurun's printing them too would show every line twice."""
-    for handler in logging.getLogger().handlers:
-        if record.levelno < handler.level:
-            continue
-        inner = getattr(handler, "python_handler", None)  # absl's ABSLHandler wraps its PythonHandler
-        if inner is not None:
-            # absl prints on sys.stderr (the one current when it prints) unless it logs to a file of its own
-            name = getattr(getattr(inner, "stream", None), "name", "<stderr>")
-            if not isinstance(name, str) or name.startswith("<"):
-                return True
-        elif _on_terminal(getattr(handler, "stream", None)):
-            return True
-    return False
+def _prints_on_terminal(handler) -> bool:
+    """Whether a root handler writes on stderr/stdout: absl's (installed by `absl.app.run` /
+    `tf.compat.v1.app.run`) unless it logs to a file of its own, or a StreamHandler of the user's
+    `logging.basicConfig()`."""
+    inner = getattr(handler, "python_handler", None)  # absl's ABSLHandler wraps its PythonHandler
+    if inner is not None:
+        name = getattr(getattr(inner, "stream", None), "name", "<stderr>")
+        return not isinstance(name, str) or name.startswith("<")
+    return _on_terminal(getattr(handler, "stream", None))
+
+
+class _SkipShown(logging.Filter):
+    """On the root logger's terminal handlers: drops a record npurun's own handler has just shown."""
+
+    def filter(self, record):
+        return not getattr(record, "npurun_shown", False)
+
+
+_SKIP_SHOWN = _SkipShown()
 
 
 class OnceStreamHandler(logging.StreamHandler):
-    """A StreamHandler for the "npurun" logger that stays silent for a record the root logger's
-    handlers print on the terminal anyway (`root_prints`): each line is shown once."""
+    """A StreamHandler for the "npurun" logger whose lines appear once: after showing a record it
+    marks it, and the root logger's handlers that print on the terminal too (absl's after
+    `app.run`, the user's `basicConfig()`) skip marked records. npurun's line is the one kept, in
+    npurun's format: absl's form of it looks like TensorFlow's C++ INFO lines, which `npurun
+    launch` filters out. A root handler writing to a file still gets every record."""
 
     def emit(self, record):
-        if logging.getLogger("npurun").propagate and root_prints(record):
-            return
         super().emit(record)
+        if logging.getLogger("npurun").propagate:
+            record.npurun_shown = True
+            for handler in logging.getLogger().handlers:
+                if _SKIP_SHOWN not in handler.filters and _prints_on_terminal(handler):
+                    handler.addFilter(_SKIP_SHOWN)
 
 
 def enable_logging(level: int = logging.INFO, stream=None) -> logging.Handler:

@@ -327,11 +327,12 @@ def _loaded(lazy):
 def attach(tf, patches) -> None:
     """`tf.keras.estimator.model_to_estimator` and `tf.compat.v1.keras.estimator.model_to_estimator` where
     TensorFlow's Keras lacks a working one, recorded in `patches` (npurun.names.patching.Patches)."""
-    import importlib.util
+    import importlib.machinery
     import sys
     import types
 
-    real = importlib.util.find_spec("tensorflow_estimator") is not None
+    # Installed on disk, not the stand-in npurun's TF 1 world serves while active (npurun.tf1.world).
+    real = importlib.machinery.PathFinder.find_spec("tensorflow_estimator") is not None
     done = []
     for path, function in (("keras", model_to_estimator), ("compat.v1.keras", model_to_estimator_v1)):
         lazy = tf
