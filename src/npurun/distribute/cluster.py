@@ -113,7 +113,8 @@ def read_layout(environ: Mapping[str, str] = os.environ) -> Layout:
     cluster = {job: addresses for job, addresses in tf_config["cluster"].items() if job != "evaluator"}
     if cluster:
         task_type, task_id = tf_config["task"]["type"] or "worker", tf_config["task"]["index"]
-        if task_type not in cluster or not 0 <= task_id < len(cluster[task_type]):
+        # An evaluator task is outside the cluster (tf.estimator's rule): it evaluates alone.
+        if task_type != "evaluator" and (task_type not in cluster or not 0 <= task_id < len(cluster[task_type])):
             raise ranks_mod.RankConfigError(f"environment variable TF_CONFIG: task {task_type!r} {task_id} is not a "
                                             f"task of the cluster ({', '.join(sorted(cluster))})")
         rank_tasks = tuple((job, i) for job in RANK_JOBS for i in range(len(cluster.get(job, ()))))
