@@ -31,8 +31,10 @@ def _functional():
 
 def _sequential():
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.layers.Dense(8, activation="relu", input_shape=(4,)),
-                              keras.layers.BatchNormalization(), keras.layers.Dense(1)])
+    # Named: Keras numbers unnamed layers per process, so the names would depend on the tests run before.
+    model = keras.Sequential([keras.layers.Dense(8, activation="relu", input_shape=(4,), name="dense"),
+                              keras.layers.BatchNormalization(name="batch_normalization"),
+                              keras.layers.Dense(1, name="dense_1")])
     model.compile(keras.optimizers.legacy.Adam(0.05), "mse", metrics=["mae"])
     return model
 
