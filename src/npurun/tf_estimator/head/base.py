@@ -488,3 +488,18 @@ def create_estimator_spec_summary(regularized_training_loss, regularization_loss
 
 __all__ = ["Head", "MetricKeys", "PredictionKeys", "DEFAULT_SERVING_KEY", "CLASSIFY_SERVING_KEY",
            "REGRESS_SERVING_KEY", "PREDICT_SERVING_KEY"]
+
+
+class WeightedLoss:
+    """The `loss` the built-in single heads share: labels checked and processed by the head
+    (`_processed_labels`), its per-example loss and weights (`_unweighted_loss_and_weights`),
+    reduced with `loss_reduction`, plus any regularization losses."""
+
+    def loss(self, labels, logits, features=None, mode=None, regularization_losses=None):
+        del mode
+        with tf.name_scope("losses"):
+            logits = check_logits_final_dim(logits, self.logits_dimension)
+            processed = self._processed_labels(logits, labels)
+            unweighted, weights = self._unweighted_loss_and_weights(logits, processed, features)
+            training_loss = compute_weighted_loss(unweighted, weights, self._loss_reduction)
+            return regularized(training_loss, regularization_losses)

@@ -45,7 +45,7 @@ def _head_name_scope(name):
     return tf.name_scope(name or "head")
 
 
-class BinaryClassHead(_Vocabulary, Head):
+class BinaryClassHead(_Vocabulary, base.WeightedLoss, Head):
     """Binary classification with a sigmoid cross-entropy loss; labels 0/1 or, with `label_vocabulary`,
     two strings. Metrics: accuracy, precision, recall, auc, auc_precision_recall, average_loss,
     label/mean, prediction/mean, accuracy_baseline (and per-threshold accuracy/precision/recall)."""
@@ -104,15 +104,6 @@ class BinaryClassHead(_Vocabulary, Head):
             unweighted = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
         weights = base.get_weights_and_check_match_logits(features, self._weight_column, logits)
         return unweighted, weights
-
-    def loss(self, labels, logits, features=None, mode=None, regularization_losses=None):
-        del mode
-        with tf.name_scope("losses"):
-            logits = base.check_logits_final_dim(logits, self.logits_dimension)
-            labels = self._processed_labels(logits, labels)
-            unweighted, weights = self._unweighted_loss_and_weights(logits, labels, features)
-            training_loss = base.compute_weighted_loss(unweighted, weights, self._loss_reduction)
-            return base.regularized(training_loss, regularization_losses)
 
     def predictions(self, logits, keys=None):
         valid = [_P.LOGITS, _P.LOGISTIC, _P.PROBABILITIES, _P.CLASS_IDS, _P.CLASSES, _P.ALL_CLASS_IDS,
@@ -211,7 +202,7 @@ class BinaryClassHead(_Vocabulary, Head):
                 PREDICT_SERVING_KEY: PredictOutput(predictions)}
 
 
-class MultiClassHead(_Vocabulary, Head):
+class MultiClassHead(_Vocabulary, base.WeightedLoss, Head):
     """Single-label classification over `n_classes` > 2 with a softmax cross-entropy loss; labels are
     class ids (integers) or, with `label_vocabulary`, strings. Metrics: accuracy, average_loss."""
 
@@ -270,15 +261,6 @@ class MultiClassHead(_Vocabulary, Head):
         weights = base.get_weights_and_check_match_logits(features, self._weight_column, logits)
         return unweighted, weights
 
-    def loss(self, labels, logits, features=None, mode=None, regularization_losses=None):
-        del mode
-        with tf.name_scope("losses"):
-            logits = base.check_logits_final_dim(logits, self.logits_dimension)
-            label_ids = self._processed_labels(logits, labels)
-            unweighted, weights = self._unweighted_loss_and_weights(logits, label_ids, features)
-            training_loss = base.compute_weighted_loss(unweighted, weights, self._loss_reduction)
-            return base.regularized(training_loss, regularization_losses)
-
     def predictions(self, logits, keys=None):
         valid = [_P.LOGITS, _P.PROBABILITIES, _P.CLASS_IDS, _P.CLASSES, _P.ALL_CLASS_IDS, _P.ALL_CLASSES]
         if keys:
@@ -334,7 +316,7 @@ class MultiClassHead(_Vocabulary, Head):
                 PREDICT_SERVING_KEY: PredictOutput(predictions)}
 
 
-class MultiLabelHead(_Vocabulary, Head):
+class MultiLabelHead(_Vocabulary, base.WeightedLoss, Head):
     """Multi-label classification: `n_classes` independent sigmoid cross-entropies (averaged per example).
     Labels: an integer multi-hot tensor [batch, n_classes], or a SparseTensor of class ids (strings with
     `label_vocabulary`). Metrics: auc, auc_precision_recall, average_loss, per-threshold and per-class ones."""
@@ -436,15 +418,6 @@ class MultiLabelHead(_Vocabulary, Head):
             unweighted = tf.math.reduce_mean(unweighted, axis=-1, keepdims=True)
         weights = base.get_weights_and_check_match_logits(features, self._weight_column, logits)
         return unweighted, weights
-
-    def loss(self, labels, logits, features=None, mode=None, regularization_losses=None):
-        del mode
-        with tf.name_scope("losses"):
-            logits = base.check_logits_final_dim(logits, self.logits_dimension)
-            processed = self._processed_labels(logits, labels)
-            unweighted, weights = self._unweighted_loss_and_weights(logits, processed, features)
-            training_loss = base.compute_weighted_loss(unweighted, weights, self._loss_reduction)
-            return base.regularized(training_loss, regularization_losses)
 
     def predictions(self, logits, keys=None):
         valid = [_P.LOGITS, _P.PROBABILITIES, _P.CLASSES]

@@ -13,7 +13,7 @@ from .keys import PredictionKeys as _P
 _v1 = tf.compat.v1
 
 
-class RegressionHead(Head):
+class RegressionHead(base.WeightedLoss, Head):
     """Regression over `label_dimension` values. Metrics: average_loss, label/mean, prediction/mean.
     With `inverse_link_fn`, predictions are `inverse_link_fn(logits)` and the logits are predicted too."""
 
@@ -61,15 +61,6 @@ class RegressionHead(Head):
         weights = base.get_weights_and_check_match_logits(features, self._weight_column, logits,
                                                           allow_per_logit_weights=True)
         return unweighted, weights
-
-    def loss(self, labels, logits, features=None, mode=None, regularization_losses=None):
-        del mode
-        with tf.name_scope("losses"):
-            logits = base.check_logits_final_dim(logits, self._logits_dimension)
-            labels = self._processed_labels(logits, labels)
-            unweighted, weights = self._unweighted_loss_and_weights(logits, labels, features)
-            training_loss = base.compute_weighted_loss(unweighted, weights, self._loss_reduction)
-            return base.regularized(training_loss, regularization_losses)
 
     def predictions(self, logits, keys=None):
         del keys  # tf.estimator's regression heads predict all their keys
