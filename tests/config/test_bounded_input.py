@@ -280,7 +280,10 @@ def test_a_file_of_the_format_is_still_quoted(tmp_path):
     ('{"task": "x"}', "'task' must be an object"),
     ("[" * 100000, "nested too deeply"),
     ('{"task": {"type": 3}}', "'type' must be a job name"),
-    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": "0"}}', "'index' must be an int"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": "zero"}}', "'index' must be an int"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0.5}}', "'index' must be an int"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": true}}', "'index' must be an int"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": "\u00b2"}}', "'index' must be an int"),
     ('{"cluster": {"worker": [1]}, "task": {"type": "worker"}}', "lists of addresses"),
     ('{"cluster": []}', "'cluster' must map"),
     (" " + "1" * (2 << 20), "at most"),
@@ -289,6 +292,21 @@ def test_bad_tf_config_is_one_value_error(tf_config, problem):
     with pytest.raises(ValueError, match=problem) as error:
         read_cluster({"TF_CONFIG": tf_config})
     assert "TF_CONFIG" in str(error.value)
+
+
+@pytest.mark.parametrize("index", ['"1"', "1.0", '" 1 "', "1"])
+def test_a_tf_config_task_index_is_read_as_tensorflow_reads_it(index, monkeypatch):
+    # TensorFlow's cluster resolver calls int() on the index: a hand-written "index": "1" is task 1 there.
+    from npurun.distribute.cluster import read_layout
+    from npurun.tf_estimator.run_config import RunConfig
+
+    tf_config = ('{"cluster": {"chief": ["h0:2222"], "worker": ["h1:2222", "h2:2222"]}, '
+                 '"task": {"type": "worker", "index": %s}}' % index)
+    assert read_cluster({"TF_CONFIG": tf_config}).task_id == 1
+    assert read_layout({"TF_CONFIG": tf_config}).task_id == 1
+    monkeypatch.setenv("TF_CONFIG", tf_config)
+    config = RunConfig()
+    assert (config.task_type, config.task_id, config.is_chief) == ("worker", 1, False)
 
 
 def test_bad_tf_config_on_the_command_line_is_one_paragraph(monkeypatch, capsys):

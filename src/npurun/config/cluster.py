@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
@@ -134,7 +135,21 @@ def _decode_tf_config(raw: str) -> dict:
         raise ValueError(f"{where}: 'task' must be an object with 'type' and 'index', got {bounded_repr(task)}")
     if "type" in task and not isinstance(task["type"], str):
         raise ValueError(f"{where}: the task 'type' must be a job name (a string), got {bounded_repr(task['type'])}")
-    index = task.get("index", 0)
-    if isinstance(index, bool) or not isinstance(index, int):
-        raise ValueError(f"{where}: the task 'index' must be an int, got {bounded_repr(index)}")
+    if "index" in task:
+        task["index"] = tf_config_task_index(task["index"], where)
     return tf_config
+
+
+def tf_config_task_index(index, where: str = "environment variable TF_CONFIG") -> int:
+    """The task 'index' of TF_CONFIG as an int, read as TensorFlow reads it (its cluster resolver and
+    distribute coordinator call int() on it, so "1" and 1.0 are task 1); anything int() would not read
+    exactly (True, 1.5, "one", "²") is one ValueError naming the variable."""
+    from .errors import bounded_repr
+
+    if isinstance(index, int) and not isinstance(index, bool):
+        return index
+    if isinstance(index, float) and index.is_integer():
+        return int(index)
+    if isinstance(index, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", index, flags=re.ASCII) and len(index) < 30:
+        return int(index)
+    raise ValueError(f"{where}: the task 'index' must be an int (or a string of digits), got {bounded_repr(index)}")

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
 from ..config import managers
+from ..config.cluster import tf_config_task_index
 from ..config.managers import ClusterEnvError
 
 WORLD_GROUP = "hccl_world_group"
@@ -120,11 +121,13 @@ def parse_tf_config(raw: str) -> dict:
     task = tf_config.get("task") or {}
     if not isinstance(task, dict):
         raise RankConfigError("environment variable TF_CONFIG: 'task' must be an object with 'type' and 'index'")
-    task_type, task_id = task.get("type"), task.get("index", 0)
+    task_type = task.get("type")
     if task_type is not None and not isinstance(task_type, str):
         raise RankConfigError(f"environment variable TF_CONFIG: task type {task_type!r} must be a job name")
-    if isinstance(task_id, bool) or not isinstance(task_id, int):
-        raise RankConfigError(f"environment variable TF_CONFIG: task index {task_id!r} must be an int >= 0")
+    try:
+        task_id = tf_config_task_index(task.get("index", 0))
+    except ValueError as err:
+        raise RankConfigError(str(err)) from None
     return {"cluster": cluster, "task": {"type": task_type, "index": task_id}}
 
 

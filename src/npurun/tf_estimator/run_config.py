@@ -26,6 +26,7 @@ import os
 import warnings
 
 from ..config import NPURunConfig, rules
+from ..config.cluster import tf_config_task_index
 
 # tf.estimator.RunConfig's parameters, in order (positional use maps by this order), with its defaults.
 _DEFAULT = object()  # "not given": distinguishes the 600 s default from an explicit None
@@ -59,7 +60,15 @@ def _tf_config() -> dict:
         parsed = json.loads(raw) if raw else {}
     except ValueError:
         return {}  # NPURunConfig reports a malformed TF_CONFIG, naming the problem
-    return parsed if isinstance(parsed, dict) else {}
+    if not isinstance(parsed, dict):
+        return {}
+    task = parsed.get("task")
+    if isinstance(task, dict) and "index" in task:
+        try:
+            task["index"] = tf_config_task_index(task["index"])
+        except ValueError:
+            pass  # NPURunConfig reports it, naming the problem
+    return parsed
 
 
 def _is_int(value) -> bool:
