@@ -296,6 +296,29 @@ def test_cli_modes(tmp_path):
     assert run_compat("migrate", broken).returncode == 2
 
 
+def test_in_place_never_writes_through_a_link_and_keeps_the_mode(tmp_path, capsys):
+    import argparse
+
+    from npurun.tools.cli import cmd_migrate
+
+    original = (SCRIPTS / "classic_estimator.py").read_text()
+    target = tmp_path / "elsewhere.py"
+    target.write_text(original)
+    link = tmp_path / "train.py"
+    link.symlink_to(target)
+    args = argparse.Namespace(script=str(link), diff=False, in_place=True)
+    assert cmd_migrate(args) == 2
+    assert "is a symbolic link" in capsys.readouterr().err
+    assert link.is_symlink() and target.read_text() == original
+
+    script = tmp_path / "run_me.py"
+    script.write_text(original)
+    script.chmod(0o750)
+    assert cmd_migrate(argparse.Namespace(script=str(script), diff=False, in_place=True)) == 0
+    assert "config = NPURunConfig(" in script.read_text() and (script.stat().st_mode & 0o777) == 0o750
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere.py", "run_me.py", "train.py"]
+
+
 @pytest.mark.slow
 def test_migrated_corpus_script_runs_under_plain_python(tmp_path):
     import subprocess

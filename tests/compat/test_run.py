@@ -67,6 +67,22 @@ def test_cli_run_in_a_subprocess(tmp_path):
     assert "set_split_strategy_by_idx: accepted, no effect here" in done.stderr
 
 
+def test_a_tf_estimator_script_under_the_command_gets_keras_2(tmp_path):
+    # tf.estimator code is TensorFlow <= 2.15 code: its `from tensorflow.keras import layers` and `tf.keras`
+    # were Keras 2. TensorFlow reads TF_USE_LEGACY_KERAS when it is imported, which the command does first.
+    script = tmp_path / "keras_in_model_fn.py"
+    script.write_text("import tensorflow as tf\nfrom tensorflow.keras import layers\n"
+                      "assert hasattr(tf.estimator, 'DNNClassifier')\n"
+                      "print(layers.Dense.__module__.split('.')[0], tf.keras.layers.Dense.__module__.split('.')[0])\n")
+    import subprocess
+
+    environment = {name: value for name, value in os.environ.items() if name != "TF_USE_LEGACY_KERAS"}
+    done = subprocess.run([sys.executable, "-m", "npurun.cli", "run", str(script)], capture_output=True, text=True,
+                          env=environment, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["tf_keras", "tf_keras"]
+
+
 def test_the_npurun_command_has_run_migrate_and_check(tmp_path):
     import subprocess
 

@@ -217,7 +217,9 @@ def main(argv=None) -> int:
     try:
         if args.command in _RUNS_TENSORFLOW_CODE:
             from .. import logs
+            from ..tools.run import prepare_process
 
+            prepare_process()
             logs.import_tensorflow()  # before the script does: without the start-up banner
         return args.handler(args) or 0
     except BrokenPipeError:  # output piped into `head` and friends

@@ -13,6 +13,28 @@ def cmd_run(args) -> int:
     return run_script(args.script, args.args)
 
 
+def _rewrite_script(path: str, migration) -> bool:
+    """`migrate --in-place`: the script replaced by its migration through a private temporary file (never
+    written through a symbolic link, which npurun did not make), keeping its permission bits."""
+    import os
+
+    from ..safe_files import PlantedLinkError, replacing
+
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+        with replacing(path, "w", "script", encoding=migration.encoding) as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(migration.migrated)
+    except PlantedLinkError:
+        print(f"npurun migrate: {path} is a symbolic link; --in-place does not write "
+              f"through a link: give the file it points to, or use --diff", file=sys.stderr)
+        return False
+    except OSError as error:
+        print(f"npurun migrate: cannot rewrite {path}: {error.strerror or error}", file=sys.stderr)
+        return False
+    return True
+
+
 def cmd_migrate(args) -> int:
     from .migrate import migrate_file
     from .script_guard import ScriptRefused
@@ -31,9 +53,8 @@ def cmd_migrate(args) -> int:
     if args.diff:
         sys.stdout.write(migration.diff(args.script))
     elif args.in_place:
-        if migration.changed:
-            with open(args.script, "w", encoding=migration.encoding) as handle:
-                handle.write(migration.migrated)
+        if migration.changed and not _rewrite_script(args.script, migration):
+            return 2
     else:
         sys.stdout.write(migration.migrated)
     print(migration.report(args.script), file=sys.stderr)

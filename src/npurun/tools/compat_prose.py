@@ -122,7 +122,9 @@ checkpoint every 100 steps. `npurun run` keeps tf.estimator's defaults for `tf.e
 Both `migrate` and `check` read a script as Python does (its coding cookie, else UTF-8) and refuse,
 with one sentence and exit status 2, a script larger than 1 MiB or nested more than 100 levels deep
 (measured with Python's own `ast` first: libcst crashed the interpreter on `x = 1+1+...` of 8000
-terms); `migrate --in-place` writes the script back in its own encoding.
+terms); `migrate --in-place` writes the script back in its own encoding, with its permission bits, through a
+private temporary file renamed over it; a script that is a symbolic link is refused (nothing is written through
+it: give the file it points to).
 
 ## `npurun check`
 

@@ -181,6 +181,16 @@ def run_script(path: str, args=(), module: str = None) -> int:
     return 0
 
 
+def prepare_process() -> None:
+    """For `npurun run`, before the command imports TensorFlow: what TensorFlow reads only at its import.
+
+    TensorFlow picks the package behind `tf.keras` and the `tensorflow.keras` module path when it is
+    imported (TF_USE_LEGACY_KERAS), and the command imports it before the script runs; set later, as
+    `_script_environment` does for an in-process run, the script would get Keras 3. The command's process
+    is the script's, so the setting stays for it; an explicit setting is kept."""
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+
 def _script_environment() -> dict:
     """Environment variables a script run here gets when they are not set already."""
     defaults = {}
