@@ -150,8 +150,9 @@ def viterbi_decode(score, transition_params):
     return best, float(np.max(trellis[-1]))
 
 
-class CrfForwardRnnCell(RNNCell):
-    """An RNN cell computing the CRF forward recursion: state = log-sum-exp of scores per tag."""
+class _TransitionCell(RNNCell):
+    """A cell over [batch, num_tags] scores with the transition matrix broadcast over the batch; state and
+    output are one score (or tag) per tag."""
 
     def __init__(self, transition_params):
         super().__init__()
@@ -165,27 +166,18 @@ class CrfForwardRnnCell(RNNCell):
     @property
     def output_size(self):
         return self._num_tags
+
+
+class CrfForwardRnnCell(_TransitionCell):
+    """An RNN cell computing the CRF forward recursion: state = log-sum-exp of scores per tag."""
 
     def __call__(self, inputs, state, scope=None):
         new = tf.reduce_logsumexp(tf.expand_dims(state, 2) + self._transition_params, axis=1) + inputs
         return new, new
 
 
-class CrfDecodeForwardRnnCell(RNNCell):
+class CrfDecodeForwardRnnCell(_TransitionCell):
     """An RNN cell computing the Viterbi forward step: outputs backpointers, state = best scores."""
-
-    def __init__(self, transition_params):
-        super().__init__()
-        self._transition_params = tf.expand_dims(transition_params, 0)
-        self._num_tags = transition_params.shape[0]
-
-    @property
-    def state_size(self):
-        return self._num_tags
-
-    @property
-    def output_size(self):
-        return self._num_tags
 
     def __call__(self, inputs, state, scope=None):
         candidates = tf.expand_dims(state, 2) + self._transition_params
