@@ -19,9 +19,11 @@ _PREMADE_ESTIMATORS = (
     "BaselineRegressor", "BaselineEstimator")
 _HEADS = ("Head", "BinaryClassHead", "MultiClassHead", "MultiLabelHead", "RegressionHead", "PoissonRegressionHead",
           "LogisticRegressionHead", "MultiHead")
-_BOOSTED_TREES = ("the boosted-trees estimators are not provided yet (TensorFlow 2.21 keeps the "
-                  "tf.raw_ops.BoostedTrees* kernels, but not tf.estimator's tree-growing training loop); use "
-                  "DNNClassifier / LinearClassifier / DNNLinearCombinedClassifier, or a trees library such as "
+# why the boosted-trees estimators are refused (canned/boosted_trees.py gives the facts it rests on)
+BOOSTED_TREES = ("the boosted-trees estimators are not provided: TensorFlow 2.21 registers the "
+                  "tf.raw_ops.BoostedTrees* ops but no kernels for them (TensorFlow 2.8 was the last release with the "
+                  "kernels, and tf.estimator 2.8 the last with these estimators: TF 2.15's tf.estimator lacks them too); "
+                  "use DNNClassifier / LinearClassifier / DNNLinearCombinedClassifier, or a trees library such as "
                   "XGBoost or LightGBM")
 TF_ESTIMATOR = {
     "Estimator": Mapped("npurun.tf_estimator:Estimator",
@@ -64,7 +66,7 @@ TF_ESTIMATOR = {
     **{premade: Mapped(f"{_CANNED}:{premade}", "tf.estimator 2.15's signature, defaults and variable names "
                                                 "(its checkpoints restore), on tf.compat.v1.feature_column")
        for premade in _PREMADE_ESTIMATORS},
-    **{premade: Unsupported(_BOOSTED_TREES) for premade in ("BoostedTreesClassifier", "BoostedTreesRegressor",
+    **{premade: Unsupported(BOOSTED_TREES) for premade in ("BoostedTreesClassifier", "BoostedTreesRegressor",
                                                             "BoostedTreesEstimator")},
     **{head: Mapped(f"{_HEAD}:{head}", "tf.estimator 2.15's losses, metrics, predictions and export outputs")
        for head in _HEADS},
