@@ -313,6 +313,11 @@ def _like_rnncell(cell):
             and callable(cell))
 
 
+def _graph_last_id(graph) -> int:
+    """TF 2.12's `Graph._last_id`: the id of the op created last in the graph (0 for an empty graph)."""
+    return max(graph._nodes_by_id.keys(), default=0)  # noqa: SLF001 - op id -> op, as Graph keeps them
+
+
 def _moved_names(tf) -> tuple:
     """(module, TF 1.15 name, its value here) of TF 1.15 private names ModelZoo scripts use that moved in
     TensorFlow 2 (folders of ModelZoo-TensorFlow's TensorFlow/ using each: control_flow_ops.cond 19,
@@ -443,7 +448,10 @@ class TF1World:
                 (array_ops, "stack", array_ops_stack.stack), (array_ops, "unstack", array_ops_stack.unstack),
                 # Keras 2.x optimizers copied into TF 2.x-era scripts (involution's my_adam.py) import it from
                 # tensorflow.python.training, where TF <= 2.8 also had it
-                (training_package, "gen_training_ops", gen_training_ops)):
+                (training_package, "gen_training_ops", gen_training_ops),
+                # the adapter's npu_ops.py, vendored into 24 TensorFlow2 ModelZoo folders beside
+                # npu_convert_dropout.py, seeds its dropout with the graph's last op id (TF <= 2.12's Graph had it)
+                (ops.Graph, "_last_id", property(_graph_last_id))):
             if not hasattr(obj, attribute):
                 setattr(obj, attribute, value)
                 self._patched.append((obj, attribute))
