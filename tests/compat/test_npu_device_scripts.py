@@ -88,10 +88,12 @@ def test_keras_and_tf2_era_private_names_of_npu_device_scripts(tmp_path):
     # TF 2.x-era ModelZoo scripts mix `tf.keras`, `from tensorflow.keras import layers`, standalone `keras`
     # (vendored npu_convert_dropout.py: `from keras.utils import control_flow_util`) and tensorflow.python.keras;
     # the adapter's npu_ops.py vendored beside it (24 folders) seeds dropout with the graph's `_last_id` once a
-    # global seed is set (pointnet_ID2531: tf.random.set_seed(1234), then Keras fit)
+    # global seed is set (pointnet_ID2531: tf.random.set_seed(1234), then Keras fit); `import tensorflow.keras.backend
+    # as K` (improved-bagan-gp_ID3132) keeps tf.keras tf-keras
     script = tmp_path / "keras_paths.py"
     script.write_text(
-        "import tensorflow as tf\nimport keras\nfrom keras.utils import control_flow_util\n"
+        "import tensorflow as tf\nimport tensorflow.keras.backend as K\nfrom tensorflow.keras import Model\n"
+        "import keras\nfrom keras.utils import control_flow_util\n"
         "from tensorflow.keras import layers\nfrom tensorflow.python.keras.datasets.cifar import load_batch\n"
         "from keras.optimizer_v2 import optimizer_v2\nfrom tensorflow.python.framework import ops\n"
         "import npu_device\n"
@@ -102,8 +104,9 @@ def test_keras_and_tf2_era_private_names_of_npu_device_scripts(tmp_path):
         "print(tf.executing_eagerly(), keras.__name__, layers.Dense is tf.keras.layers.Dense, load_batch.__module__,"
         " isinstance(tf.keras.Sequential([layers.Dense(2)]), keras.Model),"
         " isinstance(tf.keras.optimizers.legacy.SGD(), optimizer_v2.OptimizerV2), 0 < ids[0] < ids[1],"
-        " tf.Graph()._last_id)\n")
+        " tf.Graph()._last_id, K.__name__.split('.')[0], Model.__module__.split('.')[0],"
+        " tf.keras.Model.__module__.split('.')[0])\n")
     done = run_compat("run", script, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["True", "tf_keras.src", "True", "tf_keras.src.datasets.cifar", "True", "True",
-                                   "True", "0"]
+                                   "True", "0", "tf_keras", "tf_keras", "tf_keras"]
