@@ -41,14 +41,14 @@ def run_config_arguments(config) -> dict:
     """NPURunConfig keyword arguments for the options the script set (sub-configs as objects)."""
     kwargs, dump, profiling = {}, {}, {}
     for name, option, value, was_set in config.items():
-        if not was_set:
-            continue
         group, _, leaf = name.rpartition(".")
+        if not was_set and not (not group and leaf in configs.TF2_DEFAULTS):
+            continue  # (a TF 2 default that differs from NPURunConfig's is passed as if set)
         if group == "dump_config":
             dump[leaf] = value
         elif group == "profiling_config":
             profiling[leaf] = value
-        elif NPURunConfig.OPTIONS.get(leaf) is option:  # a row of NPURunConfig's own table
+        elif configs.table_row(leaf) is option:  # a row of NPURunConfig's own table
             kwargs[leaf] = value
     v2 = getattr(config, "precision_mode_v2")
     if v2 is not None and "precision_mode" not in kwargs and v2 in configs.PRECISION_MODE_V2:
