@@ -89,7 +89,8 @@ def test_keras_and_tf2_era_private_names_of_npu_device_scripts(tmp_path):
     # (vendored npu_convert_dropout.py: `from keras.utils import control_flow_util`) and tensorflow.python.keras;
     # the adapter's npu_ops.py vendored beside it (24 folders) seeds dropout with the graph's `_last_id` once a
     # global seed is set (pointnet_ID2531: tf.random.set_seed(1234), then Keras fit); `import tensorflow.keras.backend
-    # as K` (improved-bagan-gp_ID3132) keeps tf.keras tf-keras
+    # as K` (improved-bagan-gp_ID3132) keeps tf.keras tf-keras; Keras 2.x's `lr=` (face_recognition_TF2_ID3613's SGD)
+    # is the learning rate
     script = tmp_path / "keras_paths.py"
     script.write_text(
         "import tensorflow as tf\nimport tensorflow.keras.backend as K\nfrom tensorflow.keras import Model\n"
@@ -105,8 +106,9 @@ def test_keras_and_tf2_era_private_names_of_npu_device_scripts(tmp_path):
         " isinstance(tf.keras.Sequential([layers.Dense(2)]), keras.Model),"
         " isinstance(tf.keras.optimizers.legacy.SGD(), optimizer_v2.OptimizerV2), 0 < ids[0] < ids[1],"
         " tf.Graph()._last_id, K.__name__.split('.')[0], Model.__module__.split('.')[0],"
-        " tf.keras.Model.__module__.split('.')[0])\n")
+        " tf.keras.Model.__module__.split('.')[0], round(float(tf.keras.optimizers.SGD(lr=0.0005).learning_rate), 7),"
+        " float(tf.keras.optimizers.Adam(lr=0.5, learning_rate=0.25).learning_rate))\n")
     done = run_compat("run", script, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["True", "tf_keras.src", "True", "tf_keras.src.datasets.cifar", "True", "True",
-                                   "True", "0", "tf_keras", "tf_keras", "tf_keras"]
+                                   "True", "0", "tf_keras", "tf_keras", "tf_keras", "0.0005", "0.25"]

@@ -23,7 +23,8 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
   These two also hold for scripts of the adapter's TF 2 package `npu_device` (`scripts_get_keras2`: TF 2.x's
   Keras was Keras 2), which keep TensorFlow 2 otherwise; their `from tensorflow.keras[.x] import y` is
-  their `tf.keras`'s namespace, and so is `import tensorflow.keras.backend as K`.
+  their `tf.keras`'s namespace, and so is `import tensorflow.keras.backend as K`; their optimizers take
+  Keras 2.x's `lr=` for learning_rate again.
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
   as in the NumPy of TensorFlow 1.15; absl flags take a str `enum_values` as absl-py 0.x did; `time.clock`
   (Python 3.7's, removed in 3.8) is `time.process_time`.
@@ -313,6 +314,15 @@ def _like_rnncell(cell):
             and callable(cell))
 
 
+def _is_default_rate(optimizer, learning_rate) -> bool:
+    """Whether `learning_rate` is the default of the optimizer class's __init__ (the script gave `lr` only)."""
+    import inspect
+
+    parameter = inspect.signature(type(optimizer).__init__).parameters.get("learning_rate")
+    return parameter is not None and parameter.default is not inspect.Parameter.empty and (
+        learning_rate is parameter.default or learning_rate == parameter.default)
+
+
 def _graph_last_id(graph) -> int:
     """TF 2.12's `Graph._last_id`: the id of the op created last in the graph (0 for an empty graph)."""
     return max(graph._nodes_by_id.keys(), default=0)  # noqa: SLF001 - op id -> op, as Graph keeps them
@@ -460,6 +470,8 @@ class TF1World:
             if not hasattr(obj, attribute):
                 setattr(obj, attribute, value)
                 self._patched.append((obj, attribute))
+        if self.scripts_get_keras2 and not self.scripts_get_tf1:
+            self._keras2_lr()
         if self.scripts_get_tf1:
             self._variables_by_name()
             self._numpy_aliases()
@@ -503,6 +515,30 @@ class TF1World:
         mapper.__init__ = init
         ops.Graph.get_tensor_by_name = by_name
         self._restore += [(mapper, "__init__", mapper_init), (ops.Graph, "get_tensor_by_name", get_tensor_by_name)]
+
+    def _keras2_lr(self):
+        """`tf.keras.optimizers.SGD(lr=0.0005)` in a TF 2.x-era script (8 TensorFlow2 ModelZoo folders): Keras 2.x's
+        optimizers took `lr` for learning_rate; tf-keras's warns and drops it, training at its default rate. Here
+        `lr` is the learning rate again, as the script's Keras had it (both given: learning_rate wins, as there)."""
+        from tf_keras.src.optimizers import optimizer
+
+        base = optimizer._BaseOptimizer  # noqa: SLF001 - every tf-keras optimizer's __init__ runs these two
+        process, build = base._process_kwargs, base._build_learning_rate  # noqa: SLF001
+        if getattr(process, "__npurun_lr__", False):
+            return
+
+        def process_kwargs(self, kwargs):
+            if kwargs.get("lr") is not None:
+                self.__dict__["_npurun_lr"] = kwargs.pop("lr")
+            return process(self, kwargs)
+
+        def build_learning_rate(self, learning_rate):
+            lr = self.__dict__.pop("_npurun_lr", None)
+            return build(self, lr if lr is not None and _is_default_rate(self, learning_rate) else learning_rate)
+
+        process_kwargs.__npurun_lr__ = True
+        base._process_kwargs, base._build_learning_rate = process_kwargs, build_learning_rate  # noqa: SLF001
+        self._restore += [(base, "_process_kwargs", process), (base, "_build_learning_rate", build)]
 
     def _absl_str_enums(self):
         """`flags.DEFINE_enum(..., enum_values=("keras', 'graph_rewrite"), ...)`: official-models scripts (9
