@@ -91,8 +91,12 @@ def test_keras_and_tf2_era_private_names_of_npu_device_scripts(tmp_path):
     # global seed is set (pointnet_ID2531: tf.random.set_seed(1234), then Keras fit); `import tensorflow.keras.backend
     # as K` (improved-bagan-gp_ID3132) keeps tf.keras tf-keras; Keras 2.x's `lr=` (face_recognition_TF2_ID3613's SGD)
     # is the learning rate
+    library = tmp_path / "site-packages"  # a Keras 2.15 library (tensorflow-addons' utils/types.py: 9 folders)
+    library.mkdir()
+    (library / "keras2_library.py").write_text("from keras.src.engine import keras_tensor\n")
     script = tmp_path / "keras_paths.py"
     script.write_text(
+        f"import sys\nsys.path.insert(0, {str(library)!r})\nimport keras2_library\n"
         "import tensorflow as tf\nimport tensorflow.keras.backend as K\nfrom tensorflow.keras import Model\n"
         "import keras\nfrom keras.utils import control_flow_util\n"
         "from tensorflow.keras import layers\nfrom tensorflow.python.keras.datasets.cifar import load_batch\n"
@@ -107,8 +111,10 @@ def test_keras_and_tf2_era_private_names_of_npu_device_scripts(tmp_path):
         " isinstance(tf.keras.optimizers.legacy.SGD(), optimizer_v2.OptimizerV2), 0 < ids[0] < ids[1],"
         " tf.Graph()._last_id, K.__name__.split('.')[0], Model.__module__.split('.')[0],"
         " tf.keras.Model.__module__.split('.')[0], round(float(tf.keras.optimizers.SGD(lr=0.0005).learning_rate), 7),"
-        " float(tf.keras.optimizers.Adam(lr=0.5, learning_rate=0.25).learning_rate))\n")
+        " float(tf.keras.optimizers.Adam(lr=0.5, learning_rate=0.25).learning_rate),"
+        " keras2_library.keras_tensor.__name__)\n")
     done = run_compat("run", script, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["True", "tf_keras.src", "True", "tf_keras.src.datasets.cifar", "True", "True",
-                                   "True", "0", "tf_keras", "tf_keras", "tf_keras", "0.0005", "0.25"]
+                                   "True", "0", "tf_keras", "tf_keras", "tf_keras", "0.0005", "0.25",
+                                   "tf_keras.src.engine.keras_tensor"]

@@ -24,7 +24,8 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   These two also hold for scripts of the adapter's TF 2 package `npu_device` (`scripts_get_keras2`: TF 2.x's
   Keras was Keras 2), which keep TensorFlow 2 otherwise; their `from tensorflow.keras[.x] import y` is
   their `tf.keras`'s namespace, and so is `import tensorflow.keras.backend as K`; their optimizers take
-  Keras 2.x's `lr=` for learning_rate again.
+  Keras 2.x's `lr=` for learning_rate again, and a Keras 2 library's `keras.src.engine` (tensorflow-addons)
+  is tf-keras's.
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
   as in the NumPy of TensorFlow 1.15; absl flags take a str `enum_values` as absl-py 0.x did; `time.clock`
   (Python 3.7's, removed in 3.8) is `time.process_time`.
@@ -163,7 +164,13 @@ class TF1Finder(importlib.abc.MetaPathFinder):
     """`tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist...` while the TF1 world is on; a
     `tensorflow.python...` module TensorFlow no longer has is a ModuleNotFoundError saying so."""
 
+    keras2_libraries = False  # TF 2 (npu_device) scripts: Keras 2 libraries' `keras.src.engine` is tf-keras's
+
     def find_spec(self, fullname, path=None, target=None):
+        if self.keras2_libraries and fullname.startswith("keras.src.") and path is not None:
+            spec = _keras2_library_spec(fullname, path)
+            if spec is not None:
+                return spec
         spec = self._find_spec(fullname, path)
         if (spec is None and fullname.startswith("tensorflow.python.") and path is not None
                 and not fullname.startswith(_TF_PYTHON_KERAS + ".")
@@ -190,6 +197,24 @@ class TF1Finder(importlib.abc.MetaPathFinder):
 
 
 _TF_PYTHON_KERAS = "tensorflow.python.keras"
+
+
+def _keras2_library_spec(fullname, path):
+    """`from keras.src.engine import keras_tensor` in a Keras 2.13-2.15 library (tensorflow-addons, imported by 9
+    TensorFlow2 ModelZoo folders): a `keras.src` module Keras 3 does not have is tf-keras's of that name, the Keras
+    an npu_device script's tf.keras is. None when Keras 3 has the module or tf-keras has no such module."""
+    import importlib.util
+
+    if importlib.machinery.PathFinder.find_spec(fullname, path) is not None:
+        return None
+    target = "tf_keras" + fullname[len("keras"):]
+    try:
+        if importlib.util.find_spec(target) is None:
+            return None
+    except ImportError:
+        return None
+    return importlib.machinery.ModuleSpec(fullname, _AliasLoader(
+        lambda name: importlib.import_module("tf_keras" + name[len("keras"):])), is_package=True)
 
 
 def _legacy_keras_module(name):
@@ -363,6 +388,7 @@ class TF1World:
         # as it is; the TF 1 module paths below stay importable.
         self.scripts_get_tf1 = scripts_get_tf1
         self._finder = TF1Finder()
+        self._finder.keras2_libraries = self.scripts_get_keras2 and not scripts_get_tf1
         self._original_import = None
         self._module = None
         self._patched = []  # (object, attribute) set by attach()
