@@ -34,7 +34,8 @@ def test_constructing_a_config_imports_no_tensorflow():
 def test_explain_imports_no_tensorflow():
     _, heavy = _probe("from npurun.cli import main\nimport contextlib, io\n"
                             "with contextlib.redirect_stdout(io.StringIO()):\n"
-                            "    main(['explain', '--set', 'iterations_per_loop=10'])")
+                            "    main(['explain', '--set', 'iterations_per_loop=10'])\n"
+                            "    main(['explain', '--adapter', 'npu_device', '--set', 'dump_config.dump_step=1'])")
     assert heavy == []
 
 
@@ -156,3 +157,40 @@ def test_explain_says_what_xla_compiles_in_a_device_loop_and_the_cpu_advice(caps
     assert xla_advice.summary_here("auto", 50, False, gpu=True, environ={}) == \
         "here: the whole device loop is one XLA computation (NPURUN_XLA_DEVICE_LOOP=loop)"
     assert xla_advice.summary_here("auto", 1, False, gpu=False, environ={}).startswith("here: no XLA; CPU advice")
+
+
+def _npu_device_rows(capsys, *args):
+    assert main(["explain", "--format", "json", *args]) == 0
+    return {r["option"]: r for r in json.loads(capsys.readouterr().out)}
+
+
+def test_explain_npu_device_says_why_each_option_tf2_cannot_honour_does_nothing(capsys):
+    from npurun.adapter.npu_device import configs
+
+    rows = _npu_device_rows(capsys, "--adapter", "npu_device", "--set", "hcom_parallel=false",
+                            "--set", "dump_config.enable_dump=true", "--set", "dump_config.dump_path=/tmp",
+                            "--set", "dump_config.dump_step=1|3")
+    assert rows["hcom_parallel"]["value"] is False and rows["hcom_parallel"]["default"] is False
+    for name, why in configs.TF2_NO_EFFECT.items():  # NPURunConfig honours these; TF 2's runtime cannot
+        assert rows[name]["kind"] == "accepted, no effect here" and rows[name]["mechanism"].startswith(why)
+    assert rows["dump_config.dump_step"]["value"] == "1|3" and rows["dump_config.dump_step"]["kind"] == "effect"
+    assert rows["op_compiler_cache_mode"]["value"] == "enable"  # the TF 2 adapter's default
+    assert rows["experimental.multi_branches_config.dynamic_dims"]["kind"] == "accepted, no effect here"
+    assert "iterations_per_loop" not in rows  # no such global_options() attribute
+
+
+def test_explain_of_a_script_picks_the_adapter_it_imports(tmp_path, capsys):
+    tf2 = tmp_path / "train.py"
+    tf2.write_text("import npu_device\nnpu_device.open().as_default()\n")
+    assert "dump_config.dump_step" in _npu_device_rows(capsys, str(tf2))
+    tf1 = tmp_path / "bridge.py"
+    tf1.write_text("from npu_bridge.npu_init import *\n")
+    assert "iterations_per_loop" in _npu_device_rows(capsys, str(tf1))
+    with pytest.raises(SystemExit) as exit_:
+        main(["explain", "--only-set", str(tf2), "--set", "dump_config.dump_mode=everything"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "npu_device.global_options() option 'dump_mode'" in err and "everything" in err
+    with pytest.raises(SystemExit):
+        main(["explain", "--adapter", "npu_device", "--set", "dump_config.no_such=1"])
+    assert "NpuDumpConfig has no option no_such" in capsys.readouterr().err

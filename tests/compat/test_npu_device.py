@@ -89,7 +89,7 @@ def test_open_checks_rules_between_options_with_npurunconfigs_message(monkeypatc
     message = str(_error(lambda: runtime.validated(options)))
     assert "dump_path" in message and "NPURunConfig" not in message
     options = configs.new_config()
-    options.hcom_parallel = True
+    options.hcom_parallel = False  # (the TF 2 adapter's default is True)
     options.deterministic = 1
     with pytest.warns(UserWarning) as caught:
         runtime.validated(options)
@@ -168,3 +168,53 @@ def test_memory_sizes_as_tf2_modelzoo_scripts_write_them():
     assert options.graph_memory_max_size == 21 * 1024 ** 3 == NPURunConfig(
         graph_memory_max_size="21 * 1024 * 1024 * 1024").graph_memory_max_size
     assert "memory size factor" in str(_error(lambda: setattr(options, "graph_memory_max_size", "2**3")))
+
+
+def test_open_caps_gpu_memory_with_one_logical_device_per_gpu_before_the_runtime_starts(monkeypatch):
+    # FM_ID2631 and 4 other TensorFlow2 scripts set graph/variable_memory_max_size; on a GPU machine
+    # npu_device.open() gives each GPU one logical device of that size, as NPURunConfig's sessions get one
+    # virtual device (tested here on the calls made: this machine may have no GPU)
+    import tensorflow as tf
+
+    from npurun.adapter.npu_device import runtime
+
+    gpus = [tf.config.PhysicalDevice(name=f"/physical_device:GPU:{i}", device_type="GPU") for i in range(2)]
+    calls = []
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: gpus if kind == "GPU" else [])
+    monkeypatch.setattr(tf.config, "set_logical_device_configuration",
+                        lambda device, logical: calls.append((device.name, [c.memory_limit for c in logical])))
+    options = configs.new_config()
+    options.graph_memory_max_size = str("3*1024*1024*1024")
+    options.variable_memory_max_size = 1024 ** 3
+    runtime.apply(runtime.validated(options))
+    assert calls == [(gpu.name, [4096]) for gpu in gpus]  # MiB, graph + variable
+
+    calls.clear()
+    options = configs.new_config()
+    options.variable_memory_max_size = 1024 ** 3  # graph_memory_max_size then takes its Ascend default, 26 GB
+    runtime.apply(runtime.validated(options))
+    assert calls == [(gpu.name, [27 * 1024]) for gpu in gpus]
+
+    def started(device, logical):
+        raise RuntimeError("Virtual devices cannot be modified after being initialized")
+
+    monkeypatch.setattr(tf.config, "set_logical_device_configuration", started)
+    with pytest.warns(UserWarning, match="runtime had started before npu_device.open()"):
+        runtime.apply(runtime.validated(options))
+
+
+def test_defaults_are_the_tf2_adapters_where_they_differ_from_npurunconfigs():
+    # tf_adapter_2.x's NpuConfig: op_compiler_cache_mode 'enable', hcom_parallel True, enable_exception_dump 2
+    from npurun.adapter.npu_device import runtime
+
+    options = configs.new_config()
+    assert (options.op_compiler_cache_mode, options.hcom_parallel, options.enable_exception_dump) == ("enable", True, 2)
+    assert NPURunConfig().op_compiler_cache_mode == "disable" and NPURunConfig().hcom_parallel is False
+    assert options.as_dict() == {}  # defaults, not set by the script
+    run_config = runtime.validated(options)  # open() applies them as the adapter does
+    assert (run_config.op_compiler_cache_mode, run_config.hcom_parallel, run_config.enable_exception_dump) == (
+        "enable", True, 2)
+    options.op_compiler_cache_mode = "disable"
+    assert runtime.validated(options).op_compiler_cache_mode == "disable"
+    message = str(_error(lambda: setattr(options, "op_compiler_cache_mode", "on")))  # NPURunConfig's rule still
+    assert message.startswith(f"{configs.OWNER} option 'op_compiler_cache_mode'") and "one of 'enable', 'disable', 'force'" in message

@@ -84,18 +84,37 @@ def test_two_ranks_keras_job_with_the_distributed_optimizer_wrapper(tmp_path):
         assert _falls(report["loss"])
 
 
-def test_keras_of_npu_device_scripts_is_their_tf_keras(tmp_path):
+def test_keras_and_tf2_era_private_names_of_npu_device_scripts(tmp_path):
     # TF 2.x-era ModelZoo scripts mix `tf.keras`, `from tensorflow.keras import layers`, standalone `keras`
-    # (vendored npu_convert_dropout.py: `from keras.utils import control_flow_util`) and tensorflow.python.keras
+    # (vendored npu_convert_dropout.py: `from keras.utils import control_flow_util`) and tensorflow.python.keras;
+    # the adapter's npu_ops.py vendored beside it (24 folders) seeds dropout with the graph's `_last_id` once a
+    # global seed is set (pointnet_ID2531: tf.random.set_seed(1234), then Keras fit); `import tensorflow.keras.backend
+    # as K` (improved-bagan-gp_ID3132) keeps tf.keras tf-keras; Keras 2.x's `lr=` (face_recognition_TF2_ID3613's SGD)
+    # is the learning rate
+    library = tmp_path / "site-packages"  # a Keras 2.15 library (tensorflow-addons' utils/types.py: 9 folders)
+    library.mkdir()
+    (library / "keras2_library.py").write_text("from keras.src.engine import keras_tensor\n")
     script = tmp_path / "keras_paths.py"
     script.write_text(
-        "import tensorflow as tf\nimport keras\nfrom keras.utils import control_flow_util\n"
+        f"import sys\nsys.path.insert(0, {str(library)!r})\nimport keras2_library\n"
+        "import tensorflow as tf\nimport tensorflow.keras.backend as K\nfrom tensorflow.keras import Model\n"
+        "import keras\nfrom keras.utils import control_flow_util\n"
         "from tensorflow.keras import layers\nfrom tensorflow.python.keras.datasets.cifar import load_batch\n"
-        "from keras.optimizer_v2 import optimizer_v2\n"
+        "from keras.optimizer_v2 import optimizer_v2\nfrom tensorflow.python.framework import ops\n"
         "import npu_device\n"
+        "tf.random.set_seed(1234)\n"
+        "@tf.function\ndef seeded(x):\n    y = x * 2.0\n    first = ops.get_default_graph()._last_id\n"
+        "    z = y + 1.0\n    return tf.constant([first, ops.get_default_graph()._last_id])\n"
+        "ids = seeded(tf.constant(1.0)).numpy()\n"
         "print(tf.executing_eagerly(), keras.__name__, layers.Dense is tf.keras.layers.Dense, load_batch.__module__,"
         " isinstance(tf.keras.Sequential([layers.Dense(2)]), keras.Model),"
-        " isinstance(tf.keras.optimizers.legacy.SGD(), optimizer_v2.OptimizerV2))\n")
+        " isinstance(tf.keras.optimizers.legacy.SGD(), optimizer_v2.OptimizerV2), 0 < ids[0] < ids[1],"
+        " tf.Graph()._last_id, K.__name__.split('.')[0], Model.__module__.split('.')[0],"
+        " tf.keras.Model.__module__.split('.')[0], round(float(tf.keras.optimizers.SGD(lr=0.0005).learning_rate), 7),"
+        " float(tf.keras.optimizers.Adam(lr=0.5, learning_rate=0.25).learning_rate),"
+        " keras2_library.keras_tensor.__name__)\n")
     done = run_compat("run", script, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["True", "tf_keras.src", "True", "tf_keras.src.datasets.cifar", "True", "True"]
+    assert done.stdout.split() == ["True", "tf_keras.src", "True", "tf_keras.src.datasets.cifar", "True", "True",
+                                   "True", "0", "tf_keras", "tf_keras", "tf_keras", "0.0005", "0.25",
+                                   "tf_keras.src.engine.keras_tensor"]

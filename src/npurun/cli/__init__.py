@@ -66,9 +66,46 @@ def _build_config_or_exit(args):
     return config
 
 
+def _explain_adapter(args) -> str:
+    """npu_device when asked (--adapter npu_device) or when the script given imports npu_device (itself or a
+    local module it imports, as `npurun run` decides); else npu_bridge (NPURunConfig's options)."""
+    if args.adapter is not None:
+        return args.adapter
+    if args.script is not None:
+        import os
+
+        if not os.path.isfile(args.script):
+            print(f"npurun explain: no such script: {args.script}", file=sys.stderr)
+            raise SystemExit(2)
+        from ..tools.run import _is_npu_device_script
+
+        return "npu_device" if _is_npu_device_script(args.script) else "npu_bridge"
+    return "npu_bridge"
+
+
+def _explain_npu_device(args) -> int:
+    from ..config import sources
+    from . import explain
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            file_options = sources.load_file(args.config) if args.config is not None else {}
+            options = explain.npu_device_options(file_options, args.assignments)
+        except (ValueError, TypeError) as err:
+            print(f"npurun: invalid configuration: {err}", file=sys.stderr)
+            raise SystemExit(2) from None
+    for warning in caught:
+        print(f"note: {warning.message}", file=sys.stderr)
+    print(explain.render_npu_device(options, only_set=args.only_set, fmt=args.format))
+    return 0
+
+
 def cmd_explain(args) -> int:
     from . import explain
 
+    if _explain_adapter(args) == "npu_device":
+        return _explain_npu_device(args)
     config = _build_config_or_exit(args)
     if args.format == "json":
         print(explain.render_json(config, only_set=args.only_set))
@@ -144,8 +181,22 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
                "  npurun explain --set iterations_per_loop=10 --set precision_mode=allow_mix_precision_bf16\n"
                "  npurun explain --config run.yaml --only-set             # check a config file\n"
-               "  npurun explain --format json > options.json            # one object per option, for tools")
+               "  npurun explain --format json > options.json            # one object per option, for tools\n"
+               "  npurun explain train.py                                # the adapter train.py uses (npu_device:\n"
+               "                                                         # the TF 2 rows below)\n"
+               "  npurun explain --adapter npu_device --set hcom_parallel=false --set dump_config.dump_step=1\n"
+               "      npu_device.global_options() under TensorFlow 2: each attribute's kind, and why an option\n"
+               "      TensorFlow 2's runtime cannot honour does nothing (what npu_device.open() warns)")
     _add_option_sources(explain)
+    explain.add_argument("script", nargs="?", metavar="SCRIPT",
+                         help="a training script: explain the options of the adapter it imports (npu_device, the "
+                              "TF 2 package, gives global_options()'s rows; npu_bridge NPURunConfig's); its own "
+                              "option values are read by `npurun check SCRIPT`, not here")
+    explain.add_argument("--adapter", choices=("npu_bridge", "npu_device"), default=None,
+                         help="whose options: npu_bridge (NPURunConfig, TensorFlow 1 sessions; the default) or "
+                              "npu_device (npu_device.global_options() under TensorFlow 2: --set takes its dotted "
+                              "attribute names, e.g. dump_config.enable_dump=true, "
+                              "experimental.multi_branches_config.dynamic_dims=...)")
     explain.add_argument("--format", choices=("table", "json"), default="table",
                          help="table (default, for reading) or json (for tools)")
     explain.add_argument("--only-set", action="store_true", help="only the options you set")

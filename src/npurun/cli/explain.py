@@ -114,6 +114,16 @@ def render_table(config, only_set: bool = False, width: int | None = None,
     """A plain-text table that fits the terminal; long values and mechanisms wrap in their column."""
     here = onednn_policy.decide() if onednn is None else onednn
     table = [r for r in rows(config, here) if not (only_set and r["default"])]
+    lines = _table_lines(table, width)
+    lines.append("")
+    lines.append("* set by you (other values are defaults)")
+    lines.append(f"TensorFlow's oneDNN here: {'on' if here.enabled else 'off'} ({here.reason}); "
+                 f"{onednn_policy.ENV}=0/1 before TensorFlow starts changes it")
+    return "\n".join(lines)
+
+
+def _table_lines(table: list, width: int | None) -> list:
+    """The rows as plain-text lines that fit the terminal; long values and mechanisms wrap in their column."""
     width = width or shutil.get_terminal_size((120, 24)).columns
     name_w = max([len("option")] + [len(r["option"]) for r in table])
     value_w = min(28, max([len("value")] + [len(r["value"]) for r in table]))
@@ -130,11 +140,7 @@ def render_table(config, only_set: bool = False, width: int | None = None,
             value = values[index] if index < len(values) else ""
             more = mech[index] if index < len(mech) else ""
             lines.append(f"{'':<{name_w}}  {value:<{value_w}}    {'':<{kind_w}}  {more}".rstrip())
-    lines.append("")
-    lines.append("* set by you (other values are defaults)")
-    lines.append(f"TensorFlow's oneDNN here: {'on' if here.enabled else 'off'} ({here.reason}); "
-                 f"{onednn_policy.ENV}=0/1 before TensorFlow starts changes it")
-    return "\n".join(lines)
+    return lines
 
 
 def markdown_table(options: Iterable = None) -> str:
@@ -143,4 +149,78 @@ def markdown_table(options: Iterable = None) -> str:
     for name, option in OPTIONS.items():
         cells = [f"`{name}`", f"`{option.default!r}`", option.rule, option.status, option.mechanism]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+# --- npu_device (the adapter's TensorFlow 2 package): the rows of npu_device.global_options() ----------------
+
+def npu_device_options(file_options: dict, assignments) -> object:
+    """A `global_options()` (NpuConfig) with the options of a --config mapping (nested or dotted names) and
+    `--set` assignments applied, each validated as the script's assignment would be; then all checked together
+    as `npu_device.open()` checks them. ValueError / TypeError name the option (plain Python: no TensorFlow)."""
+    from ..adapter.npu_device import configs, runtime
+    from ..config import sources
+
+    options = configs.new_config()
+
+    def assign(name, value, typed=None):
+        *groups, leaf = name.split(".")
+        target = options
+        for group in groups:
+            target = getattr(target, group) if group in dir(target) else None
+            if not isinstance(target, configs.NpuBaseConfig):
+                raise ValueError(f"{configs.OWNER} has no option group {group!r} (in {name!r})")
+        slot = target._slots.get(leaf)  # noqa: SLF001 - the option row, to read text as NPURunConfig does
+        if slot is not None and not isinstance(slot, configs.NpuBaseConfig):
+            value = sources._meant(slot.option, value, typed, configs.OWNER)  # noqa: SLF001
+        setattr(target, leaf, value)
+
+    def walk(mapping, prefix=""):
+        for name, value in mapping.items():
+            if isinstance(value, dict):
+                walk(value, f"{prefix}{name}.")
+            else:
+                assign(prefix + name, value)
+
+    walk(file_options)
+    import yaml
+
+    for item in assignments:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--set {bounded_repr(item)}: expected name=value")
+        try:
+            value = sources.yaml_load(raw) if raw.strip() else ""
+        except (yaml.YAMLError, RecursionError):
+            value = raw
+        assign(name.strip(), raw if isinstance(value, (dict, list)) else value, raw.strip())
+    runtime.validated(options)
+    return options
+
+
+def npu_device_rows(options) -> list[dict]:
+    """One row per global_options() attribute: its value, whether the script set it, its kind under TensorFlow 2
+    and what it does, or why it does nothing (the reason npu_device.open() warns with: the option table's)."""
+    from ..adapter.npu_device import configs
+
+    result = []
+    for name, option, value, was_set in options.items():
+        status, why = configs.kind_here(name, option)
+        if name in configs.TF2_DEFAULTS:
+            why = f"{why} (default: {configs.TF2_DEFAULTS[name][1]})"
+        result.append({"option": name, "value": _show(value), "default": not was_set or option.is_default(value),
+                       "kind": status, "mechanism": why})
+    return result
+
+
+def render_npu_device(options, only_set: bool = False, fmt: str = "table", width: int | None = None) -> str:
+    table = [r for r in npu_device_rows(options) if not (only_set and r["default"])]
+    if fmt == "json":
+        values = {name: value for name, _o, value, _s in options.items()}
+        return json.dumps([dict(r, value=_json_value(values[r["option"]])) for r in table], indent=2)
+    lines = _table_lines(table, width)
+    lines.append("")
+    lines.append("* set by you (other values are the TF 2 adapter's defaults)")
+    lines.append("npu_device (TensorFlow 2): options are npu_device.global_options() attributes; what TensorFlow 2's "
+                 "runtime cannot honour is 'accepted, no effect here' with the reason npu_device.open() warns with")
     return "\n".join(lines)

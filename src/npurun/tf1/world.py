@@ -23,7 +23,9 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
   These two also hold for scripts of the adapter's TF 2 package `npu_device` (`scripts_get_keras2`: TF 2.x's
   Keras was Keras 2), which keep TensorFlow 2 otherwise; their `from tensorflow.keras[.x] import y` is
-  their `tf.keras`'s namespace.
+  their `tf.keras`'s namespace, and so is `import tensorflow.keras.backend as K`; their optimizers take
+  Keras 2.x's `lr=` for learning_rate again, and a Keras 2 library's `keras.src.engine` (tensorflow-addons)
+  is tf-keras's.
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
   as in the NumPy of TensorFlow 1.15; absl flags take a str `enum_values` as absl-py 0.x did; `time.clock`
   (Python 3.7's, removed in 3.8) is `time.process_time`.
@@ -162,7 +164,13 @@ class TF1Finder(importlib.abc.MetaPathFinder):
     """`tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist...` while the TF1 world is on; a
     `tensorflow.python...` module TensorFlow no longer has is a ModuleNotFoundError saying so."""
 
+    keras2_libraries = False  # TF 2 (npu_device) scripts: Keras 2 libraries' `keras.src.engine` is tf-keras's
+
     def find_spec(self, fullname, path=None, target=None):
+        if self.keras2_libraries and fullname.startswith("keras.src.") and path is not None:
+            spec = _keras2_library_spec(fullname, path)
+            if spec is not None:
+                return spec
         spec = self._find_spec(fullname, path)
         if (spec is None and fullname.startswith("tensorflow.python.") and path is not None
                 and not fullname.startswith(_TF_PYTHON_KERAS + ".")
@@ -189,6 +197,24 @@ class TF1Finder(importlib.abc.MetaPathFinder):
 
 
 _TF_PYTHON_KERAS = "tensorflow.python.keras"
+
+
+def _keras2_library_spec(fullname, path):
+    """`from keras.src.engine import keras_tensor` in a Keras 2.13-2.15 library (tensorflow-addons, imported by 9
+    TensorFlow2 ModelZoo folders): a `keras.src` module Keras 3 does not have is tf-keras's of that name, the Keras
+    an npu_device script's tf.keras is. None when Keras 3 has the module or tf-keras has no such module."""
+    import importlib.util
+
+    if importlib.machinery.PathFinder.find_spec(fullname, path) is not None:
+        return None
+    target = "tf_keras" + fullname[len("keras"):]
+    try:
+        if importlib.util.find_spec(target) is None:
+            return None
+    except ImportError:
+        return None
+    return importlib.machinery.ModuleSpec(fullname, _AliasLoader(
+        lambda name: importlib.import_module("tf_keras" + name[len("keras"):])), is_package=True)
 
 
 def _legacy_keras_module(name):
@@ -313,6 +339,20 @@ def _like_rnncell(cell):
             and callable(cell))
 
 
+def _is_default_rate(optimizer, learning_rate) -> bool:
+    """Whether `learning_rate` is the default of the optimizer class's __init__ (the script gave `lr` only)."""
+    import inspect
+
+    parameter = inspect.signature(type(optimizer).__init__).parameters.get("learning_rate")
+    return parameter is not None and parameter.default is not inspect.Parameter.empty and (
+        learning_rate is parameter.default or learning_rate == parameter.default)
+
+
+def _graph_last_id(graph) -> int:
+    """TF 2.12's `Graph._last_id`: the id of the op created last in the graph (0 for an empty graph)."""
+    return max(graph._nodes_by_id.keys(), default=0)  # noqa: SLF001 - op id -> op, as Graph keeps them
+
+
 def _moved_names(tf) -> tuple:
     """(module, TF 1.15 name, its value here) of TF 1.15 private names ModelZoo scripts use that moved in
     TensorFlow 2 (folders of ModelZoo-TensorFlow's TensorFlow/ using each: control_flow_ops.cond 19,
@@ -348,6 +388,7 @@ class TF1World:
         # as it is; the TF 1 module paths below stay importable.
         self.scripts_get_tf1 = scripts_get_tf1
         self._finder = TF1Finder()
+        self._finder.keras2_libraries = self.scripts_get_keras2 and not scripts_get_tf1
         self._original_import = None
         self._module = None
         self._patched = []  # (object, attribute) set by attach()
@@ -368,11 +409,16 @@ class TF1World:
             if (self.scripts_get_keras2 and level == 0 and (name == "keras" or name.startswith("keras."))
                     and is_script(globals)):
                 return _standalone_keras(name, fromlist)
-            if (not self.scripts_get_tf1 and self.scripts_get_keras2 and fromlist and level == 0
+            if (not self.scripts_get_tf1 and self.scripts_get_keras2 and level == 0
                     and (name == "tensorflow.keras" or name.startswith("tensorflow.keras.")) and is_script(globals)):
                 namespace = _tf2_keras_namespace(name)
-                if namespace is not None:
+                if namespace is not None and fromlist:
                     return namespace
+                if namespace is not None:
+                    # `import tensorflow.keras.backend as K` (5 TensorFlow2 folders): importing the path would
+                    # make it Keras 3's and rebind `tf.keras` to Keras 3 for the rest of the script; `tensorflow`
+                    # is returned and `.keras.backend` read from it, the script's tf.keras
+                    return original("tensorflow", globals, locals, None, 0)
             if (self.scripts_get_keras2 and level == 0 and fromlist and is_script(globals)
                     and (name == _TF_PYTHON_KERAS or name.startswith(_TF_PYTHON_KERAS + "."))):
                 keras = _legacy_keras_module(name)
@@ -443,10 +489,15 @@ class TF1World:
                 (array_ops, "stack", array_ops_stack.stack), (array_ops, "unstack", array_ops_stack.unstack),
                 # Keras 2.x optimizers copied into TF 2.x-era scripts (involution's my_adam.py) import it from
                 # tensorflow.python.training, where TF <= 2.8 also had it
-                (training_package, "gen_training_ops", gen_training_ops)):
+                (training_package, "gen_training_ops", gen_training_ops),
+                # the adapter's npu_ops.py, vendored into 24 TensorFlow2 ModelZoo folders beside
+                # npu_convert_dropout.py, seeds its dropout with the graph's last op id (TF <= 2.12's Graph had it)
+                (ops.Graph, "_last_id", property(_graph_last_id))):
             if not hasattr(obj, attribute):
                 setattr(obj, attribute, value)
                 self._patched.append((obj, attribute))
+        if self.scripts_get_keras2 and not self.scripts_get_tf1:
+            self._keras2_lr()
         if self.scripts_get_tf1:
             self._variables_by_name()
             self._numpy_aliases()
@@ -490,6 +541,30 @@ class TF1World:
         mapper.__init__ = init
         ops.Graph.get_tensor_by_name = by_name
         self._restore += [(mapper, "__init__", mapper_init), (ops.Graph, "get_tensor_by_name", get_tensor_by_name)]
+
+    def _keras2_lr(self):
+        """`tf.keras.optimizers.SGD(lr=0.0005)` in a TF 2.x-era script (8 TensorFlow2 ModelZoo folders): Keras 2.x's
+        optimizers took `lr` for learning_rate; tf-keras's warns and drops it, training at its default rate. Here
+        `lr` is the learning rate again, as the script's Keras had it (both given: learning_rate wins, as there)."""
+        from tf_keras.src.optimizers import optimizer
+
+        base = optimizer._BaseOptimizer  # noqa: SLF001 - every tf-keras optimizer's __init__ runs these two
+        process, build = base._process_kwargs, base._build_learning_rate  # noqa: SLF001
+        if getattr(process, "__npurun_lr__", False):
+            return
+
+        def process_kwargs(self, kwargs):
+            if kwargs.get("lr") is not None:
+                self.__dict__["_npurun_lr"] = kwargs.pop("lr")
+            return process(self, kwargs)
+
+        def build_learning_rate(self, learning_rate):
+            lr = self.__dict__.pop("_npurun_lr", None)
+            return build(self, lr if lr is not None and _is_default_rate(self, learning_rate) else learning_rate)
+
+        process_kwargs.__npurun_lr__ = True
+        base._process_kwargs, base._build_learning_rate = process_kwargs, build_learning_rate  # noqa: SLF001
+        self._restore += [(base, "_process_kwargs", process), (base, "_build_learning_rate", build)]
 
     def _absl_str_enums(self):
         """`flags.DEFINE_enum(..., enum_values=("keras', 'graph_rewrite"), ...)`: official-models scripts (9

@@ -54,10 +54,13 @@ def render_global_options() -> str:
     lines = ["### `npu_device.global_options()`", "",
              "Every attribute, with its default, its kind here under TensorFlow 2 and what it does (or why it "
              "does nothing). Rows of NPURunConfig's table keep its validator, error and kind, except where "
-             "TensorFlow 2's runtime cannot honour what a tf.compat.v1 session does (those warn when set).", "",
+             "TensorFlow 2's runtime cannot honour what a tf.compat.v1 session does (those warn when set). Defaults "
+             "are the TF 2 adapter's; where they differ from NPURunConfig's the row says so.", "",
              "| option | default | kind here | what it does here |", "|---|---|---|---|"]
     for name, option, value, _set in configs.new_config().items():
         status, why = configs.kind_here(name, option)
+        if name in configs.TF2_DEFAULTS:
+            why = f"{why} (default: {configs.TF2_DEFAULTS[name][1]})"
         lines.append(f"| `{name}` | `{value!r}` | {status} | {_cell(why)} |")
     return "\n".join(lines) + "\n"
 

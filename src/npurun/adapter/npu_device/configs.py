@@ -11,14 +11,16 @@ Rules:
 - An option only the TF 2 adapter has is checked against the adapter's own list of allowed
   values; it is read only by the Ascend graph engine, so its kind is "accepted, no effect here".
 - Setting an attribute the adapter does not have raises ValueError naming the class and its options,
-  as the adapter does. Defaults are npurun's table's (the product document's) where the option is in
-  it, else the adapter's.
+  as the adapter does. Defaults are the TF 2 adapter's: npurun's table's (the product document's) where
+  the option is in it, except the few the TF 2 adapter sets otherwise (`TF2_DEFAULTS`: op_compiler_cache_mode
+  'enable', hcom_parallel True, enable_exception_dump 2), which open() applies as if the script set them.
 - Rules between options (dumping needs dump_path, modify_mixlist needs a mixed precision mode, ...)
   are checked when `npu_device.open()` reads the options, as on Ascend, by NPURunConfig itself.
 Plain Python: no TensorFlow here.
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 
 from ...config.dump import DumpConfig
@@ -80,6 +82,24 @@ _ADAPTER_ONLY_VALUES = {
 }
 
 ADAPTER_ONLY_DOC = "An option of the Ascend TensorFlow 2 adapter only."
+
+# Defaults of the TF 2 adapter's NpuConfig that differ from NPURunConfig's (tf_adapter_2.x's npu_config.py);
+# the row keeps NPURunConfig's validator, kind and mechanism. The TF 2 default applies when the script leaves
+# the option alone (npu_device.open() passes it to NPURunConfig as if set).
+TF2_DEFAULTS = {
+    "op_compiler_cache_mode": ("enable", "the TF 2 adapter caches compiled ops unless told not to "
+                                         "(NPURunConfig: 'disable')"),
+    "hcom_parallel": (True, "the TF 2 adapter overlaps gradient all-reduces by default (NPURunConfig: False)"),
+    "enable_exception_dump": (2, "the TF 2 adapter dumps a failing op's tensors in its lightweight form by default "
+                                 "(NPURunConfig: 0)"),
+}
+_TF2_ROWS = {name: dataclasses.replace(OPTIONS[name], default=default) for name, (default, _why)
+             in TF2_DEFAULTS.items()}
+
+
+def table_row(name: str):
+    """The option-table row `global_options()` uses for NPURunConfig option `name` (its TF 2 default), or None."""
+    return _TF2_ROWS.get(name) or OPTIONS.get(name)
 
 # precision_mode_v2 values with a precision_mode of the same meaning (the adapter's own pairing).
 PRECISION_MODE_V2 = {"fp16": "force_fp16", "origin": "must_keep_origin_dtype",
@@ -162,7 +182,7 @@ def _group(class_name: str, **slots) -> NpuBaseConfig:
 
 
 def _table(name: str, table=OPTIONS) -> _Value:
-    return _Value(table[name])
+    return _Value(_TF2_ROWS[name] if table is OPTIONS and name in _TF2_ROWS else table[name])
 
 
 def _adapter(name: str, default=None, allowed=None, why: str = _GE_ONLY) -> _Value:

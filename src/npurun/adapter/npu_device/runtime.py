@@ -41,14 +41,14 @@ def run_config_arguments(config) -> dict:
     """NPURunConfig keyword arguments for the options the script set (sub-configs as objects)."""
     kwargs, dump, profiling = {}, {}, {}
     for name, option, value, was_set in config.items():
-        if not was_set:
-            continue
         group, _, leaf = name.rpartition(".")
+        if not was_set and not (not group and leaf in configs.TF2_DEFAULTS):
+            continue  # (a TF 2 default that differs from NPURunConfig's is passed as if set)
         if group == "dump_config":
             dump[leaf] = value
         elif group == "profiling_config":
             profiling[leaf] = value
-        elif NPURunConfig.OPTIONS.get(leaf) is option:  # a row of NPURunConfig's own table
+        elif configs.table_row(leaf) is option:  # a row of NPURunConfig's own table
             kwargs[leaf] = value
     v2 = getattr(config, "precision_mode_v2")
     if v2 is not None and "precision_mode" not in kwargs and v2 in configs.PRECISION_MODE_V2:
@@ -113,6 +113,7 @@ def apply(run_config: NPURunConfig):
         _saved_env.setdefault(key, os.environ.get(key))
         os.environ[key] = value
 
+    _cap_gpu_memory(tf, plan.config_proto)
     ctx = context.context()
     rewrite = plan.config_proto.graph_options.rewrite_options
     if rewrite.ByteSize():
@@ -141,6 +142,30 @@ def apply(run_config: NPURunConfig):
         _warn(f"precision_mode={options['precision_mode']!r} rewrites tf.function and Keras fit graphs (grappler's "
               f"auto mixed precision); ops run eagerly one by one outside a tf.function stay float32")
     return plan
+
+
+def _cap_gpu_memory(tf, config_proto) -> None:
+    """The GPU memory cap the resources contributor planned (graph_memory_max_size + variable_memory_max_size,
+    one virtual device per visible GPU, as NPURunConfig's sessions get it) through TensorFlow 2's documented
+    mechanism: `tf.config.set_logical_device_configuration(gpu, [LogicalDeviceConfiguration(memory_limit=MiB)])`
+    for each physical GPU, which must happen before the runtime initialises its devices."""
+    devices = config_proto.gpu_options.experimental.virtual_devices
+    if not devices:
+        return
+    gpus = tf.config.list_physical_devices("GPU")
+    visible = config_proto.gpu_options.visible_device_list
+    if visible:
+        gpus = [gpus[int(index)] for index in visible.split(",") if int(index) < len(gpus)]
+    for gpu, device in zip(gpus, devices):
+        limit = int(device.memory_limit_mb[0])
+        try:
+            tf.config.set_logical_device_configuration(
+                gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=limit)])
+        except RuntimeError:
+            _warn(f"graph_memory_max_size / variable_memory_max_size ask for a {limit} MiB cap on {gpu.name}, but "
+                  f"TensorFlow's runtime had started before npu_device.open(); set the options and call open() "
+                  f"before anything runs")
+            return
 
 
 def reset_environment() -> None:
