@@ -3,10 +3,12 @@ no RANK_ID / RANK_SIZE / TF_CONFIG), on loopback: they find each other, train da
 weights, and only the chief (the manager's rank 0) is the chief."""
 import json
 import os
+import shutil
+import socket
 
 import pytest
 
-from .conftest import assert_ok, free_port_range, run_ranks
+from .conftest import assert_ok, free_port_range, free_ports, run_ranks
 
 pytestmark = pytest.mark.slow
 NO_NPURUN = {"RANK_ID": "", "RANK_SIZE": "", "TF_CONFIG": "", "RANK_TABLE_FILE": "", "HCCL_CONNECT_TIMEOUT": "30"}
@@ -55,3 +57,50 @@ def test_resuming_without_a_shared_model_dir_is_refused(out):
     assert "rank 1 did not show up in it" in chief.stderr and "is required for resume" in chief.stderr
     assert results[1].returncode != 0  # its start-up then fails: the chief is gone
     assert [n for n in os.listdir(out / "model1" / ".npurun_shared") if n.startswith("rank1.")]
+
+
+def private_dir_argv(path, argv):
+    """`argv` in a mount namespace of its own where a fresh tmpfs covers `path`: that process sees another,
+    empty directory under the same path (as a local disk per host does), the others the real one."""
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c", 'mount -t tmpfs npurun-test "$0" && exec "$@"',
+            str(path), *argv]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="a private mount needs root and unshare")
+def test_a_rank_that_does_not_see_the_chiefs_model_dir_under_its_path_is_refused_at_start_up(out):
+    """A first run (no checkpoint): both ranks are given the same model_dir path, but rank 1 sees another directory
+    there (a private tmpfs over it). Rank 1 stops at the start-up with SharedModelDirError naming its rank, host,
+    the path and that a shared model_dir is required; before, it trained on (and could never resume)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    shared = out / "shared"
+    shared.mkdir()
+    script = Path(__file__).parent / "scripts" / "estimator_train.py"
+    ports = free_ports(2)
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    procs = []
+    for rank in (0, 1):
+        env = dict(os.environ, PYTHONUNBUFFERED="1", CUDA_VISIBLE_DEVICES="", HCCL_CONNECT_TIMEOUT="20",
+                   TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": rank}}))
+        for name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE"):
+            env.pop(name, None)
+        argv = [sys.executable, str(script), str(out), "1", "4", "8", str(shared)]
+        procs.append(subprocess.Popen(private_dir_argv(shared, argv) if rank else argv, env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True))
+    results = []
+    for proc in procs:
+        try:
+            results.append((proc.wait(timeout=150), proc.stderr.read()))
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+    code, stderr = results[1]
+    assert code != 0, stderr[-3000:]
+    assert f"SharedModelDirError: rank 1 of 2 (host {socket.gethostname()}, 127.0.0.1:{ports[1]}): model_dir " \
+           f"{str(shared)!r} is the chief's model_dir path" in stderr, stderr[-3000:]
+    assert "A shared model_dir is required" in stderr
+    assert not (out / "rank1.json").exists() and results[0][0] != 0  # nobody trained to the end
+    assert not os.listdir(shared / ".npurun_shared")  # the chief removed its marker when it exited
