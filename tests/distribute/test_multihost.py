@@ -34,6 +34,7 @@ def hosts():
         yield made
     assert not [n for n in made.names if n in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                                               text=True).stdout]
+    assert not [n for n in made.names if os.path.exists(os.path.join("/etc/netns", n))]
 
 
 def env(**more):
