@@ -3,12 +3,11 @@ no RANK_ID / RANK_SIZE / TF_CONFIG), on loopback: they find each other, train da
 weights, and only the chief (the manager's rank 0) is the chief."""
 import json
 import os
-import shutil
 import socket
 
 import pytest
 
-from .conftest import assert_ok, free_port_range, free_ports, run_ranks
+from .conftest import assert_ok, free_port_range, run_ranks
 
 pytestmark = pytest.mark.slow
 NO_NPURUN = {"RANK_ID": "", "RANK_SIZE": "", "TF_CONFIG": "", "RANK_TABLE_FILE": "", "HCCL_CONNECT_TIMEOUT": "30"}
@@ -59,48 +58,25 @@ def test_resuming_without_a_shared_model_dir_is_refused(out):
     assert [n for n in os.listdir(out / "model1" / ".npurun_shared") if n.startswith("rank1.")]
 
 
-def private_dir_argv(path, argv):
-    """`argv` in a mount namespace of its own where a fresh tmpfs covers `path`: that process sees another,
-    empty directory under the same path (as a local disk per host does), the others the real one."""
-    return ["unshare", "-m", "--propagation", "private", "sh", "-c", 'mount -t tmpfs npurun-test "$0" && exec "$@"',
-            str(path), *argv]
 
-
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="a private mount needs root and unshare")
+@pytest.mark.skipif(os.geteuid() != 0, reason="a private mount (unshare + tmpfs) needs root")
 def test_a_rank_that_does_not_see_the_chiefs_model_dir_under_its_path_is_refused_at_start_up(out):
     """A first run (no checkpoint): both ranks are given the same model_dir path, but rank 1 sees another directory
     there (a private tmpfs over it). Rank 1 stops at the start-up with SharedModelDirError naming its rank, host,
-    the path and that a shared model_dir is required; before, it trained on (and could never resume)."""
-    import subprocess
-    import sys
-    from pathlib import Path
+    the path and that a shared model_dir is required, and rank 0 stops naming rank 1; before, both trained on (and
+    the job could never resume)."""
+    from .conftest import Ranks
 
     shared = out / "shared"
     shared.mkdir()
-    script = Path(__file__).parent / "scripts" / "estimator_train.py"
-    ports = free_ports(2)
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    procs = []
-    for rank in (0, 1):
-        env = dict(os.environ, PYTHONUNBUFFERED="1", CUDA_VISIBLE_DEVICES="", HCCL_CONNECT_TIMEOUT="20",
-                   TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": rank}}))
-        for name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE"):
-            env.pop(name, None)
-        argv = [sys.executable, str(script), str(out), "1", "4", "8", str(shared)]
-        procs.append(subprocess.Popen(private_dir_argv(shared, argv) if rank else argv, env=env, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True))
-    results = []
-    for proc in procs:
-        try:
-            results.append((proc.wait(timeout=150), proc.stderr.read()))
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, 9)
-                proc.wait()
-    code, stderr = results[1]
-    assert code != 0, stderr[-3000:]
-    assert f"SharedModelDirError: rank 1 of 2 (host {socket.gethostname()}, 127.0.0.1:{ports[1]}): model_dir " \
-           f"{str(shared)!r} is the chief's model_dir path" in stderr, stderr[-3000:]
-    assert "A shared model_dir is required" in stderr
-    assert not (out / "rank1.json").exists() and results[0][0] != 0  # nobody trained to the end
-    assert not os.listdir(shared / ".npurun_shared")  # the chief removed its marker when it exited
+    ranks = Ranks("estimator_no_tf_config.py", 2, out,
+                  extra={"all": {"HCCL_CONNECT_TIMEOUT": "10", "MODEL_DIR": str(shared)}, 1: {"PRIVATE_MODEL_DIR": "1"}})
+    chief, other = ranks.wait(120)
+    assert other.returncode != 0, other.stderr[-3000:]
+    assert f"SharedModelDirError: rank 1 of 2 (host {socket.gethostname()}, 127.0.0.1:" in other.stderr, \
+        other.stderr[-3000:]
+    assert f"model_dir {str(shared)!r} is the chief's model_dir path, but this host does not see" in other.stderr
+    assert "A shared model_dir is required" in other.stderr
+    assert chief.returncode != 0 and "SharedModelDirError: rank 0 of 2" in chief.stderr, chief.stderr[-3000:]
+    assert "rank 1 is given the chief's model_dir path" in chief.stderr
+    assert not (out / "rank0.json").exists() and not (out / "rank1.json").exists()  # nobody trained

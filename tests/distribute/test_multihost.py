@@ -263,4 +263,5 @@ def test_a_kubeflow_tf_config_with_dns_names_trains_and_sigterm_stops_both_pods_
     # step 0's (written when training starts, as tf.estimator does) and one at the stop, by the chief only
     assert step > 0 and saved == ["model.ckpt-0.index", f"model.ckpt-{step}.index"], saved
     assert "Saving checkpoints" not in results[1][2]
+    assert not list((tmp_path / "model" / ".npurun_shared").glob("start.*"))  # the chief's marker removed at exit
     assert elapsed < 30, elapsed
