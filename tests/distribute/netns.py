@@ -3,7 +3,8 @@
 `Hosts(n)` makes n "host" namespaces plus a "switch" namespace holding a bridge; host i has a veth
 `eth0` on the bridge with the address 10.213.<net>.<i + 1>/24 and its own loopback. The addresses
 exist only inside these namespaces (nothing is routed to or from the machine's own network), and
-everything is deleted on `close()` (use it as a context manager). Needs root and `ip`; `unavailable()`
+everything is deleted on `close()` (use it as a context manager), also the /etc/netns/<ns>/hosts
+files `add_names` writes. Needs root and `ip`; `unavailable()`
 gives the reason when namespaces cannot be made, for a printed skip.
 """
 import os
@@ -40,6 +41,7 @@ class Hosts:
         self.addresses = [f"{SUBNET}.{net}.{i + 1}" for i in range(count)]
         self.procs = []
         self.made = []
+        self.etc_dirs = []
         try:
             self._make()
         except BaseException:
@@ -70,6 +72,20 @@ class Hosts:
         return subprocess.run(["ip", "netns", "exec", self.names[host], *argv], capture_output=True, text=True,
                               timeout=timeout)
 
+    def add_names(self, names):
+        """Make `names` ({DNS name: address}) resolvable inside every host namespace, as a cluster DNS
+        does: `ip netns exec` bind-mounts /etc/netns/<ns>/hosts over /etc/hosts (removed on close)."""
+        lines = "127.0.0.1 localhost\n" + "".join(f"{address} {name}\n" for name, address in names.items())
+        if not os.path.isdir("/etc/netns"):
+            os.mkdir("/etc/netns")
+            self.etc_dirs.append("/etc/netns")  # removed last, when empty
+        for name in self.names:
+            folder = os.path.join("/etc/netns", name)
+            os.makedirs(folder, exist_ok=False)
+            self.etc_dirs.append(folder)
+            with open(os.path.join(folder, "hosts"), "w") as handle:
+                handle.write(lines)
+
     def set_link(self, host, up):
         _ip("-n", self.switch, "link", "set", f"p{host}", "up" if up else "down")
 
@@ -84,6 +100,15 @@ class Hosts:
         for name in reversed(self.made):
             _ip("netns", "del", name, check=False)
         self.made = []
+        for folder in reversed(self.etc_dirs):
+            if folder == "/etc/netns":
+                try:
+                    os.rmdir(folder)
+                except OSError:
+                    pass  # another user's namespace files are there
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+        self.etc_dirs = []
 
     def __enter__(self):
         return self

@@ -3,6 +3,7 @@ no RANK_ID / RANK_SIZE / TF_CONFIG), on loopback: they find each other, train da
 weights, and only the chief (the manager's rank 0) is the chief."""
 import json
 import os
+import socket
 
 import pytest
 
@@ -55,3 +56,27 @@ def test_resuming_without_a_shared_model_dir_is_refused(out):
     assert "rank 1 did not show up in it" in chief.stderr and "is required for resume" in chief.stderr
     assert results[1].returncode != 0  # its start-up then fails: the chief is gone
     assert [n for n in os.listdir(out / "model1" / ".npurun_shared") if n.startswith("rank1.")]
+
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a private mount (unshare + tmpfs) needs root")
+def test_a_rank_that_does_not_see_the_chiefs_model_dir_under_its_path_is_refused_at_start_up(out):
+    """A first run (no checkpoint): both ranks are given the same model_dir path, but rank 1 sees another directory
+    there (a private tmpfs over it). Rank 1 stops at the start-up with SharedModelDirError naming its rank, host,
+    the path and that a shared model_dir is required, and rank 0 stops naming rank 1; before, both trained on (and
+    the job could never resume)."""
+    from .conftest import Ranks
+
+    shared = out / "shared"
+    shared.mkdir()
+    ranks = Ranks("estimator_no_tf_config.py", 2, out,
+                  extra={"all": {"HCCL_CONNECT_TIMEOUT": "10", "MODEL_DIR": str(shared)}, 1: {"PRIVATE_MODEL_DIR": "1"}})
+    chief, other = ranks.wait(120)
+    assert other.returncode != 0, other.stderr[-3000:]
+    assert f"SharedModelDirError: rank 1 of 2 (host {socket.gethostname()}, 127.0.0.1:" in other.stderr, \
+        other.stderr[-3000:]
+    assert f"model_dir {str(shared)!r} is the chief's model_dir path, but this host does not see" in other.stderr
+    assert "A shared model_dir is required" in other.stderr
+    assert chief.returncode != 0 and "SharedModelDirError: rank 0 of 2" in chief.stderr, chief.stderr[-3000:]
+    assert "rank 1 is given the chief's model_dir path" in chief.stderr
+    assert not (out / "rank0.json").exists() and not (out / "rank1.json").exists()  # nobody trained

@@ -4,6 +4,8 @@ as a user would on each machine, from a fresh interpreter; a third namespace pla
 the cluster. Skipped, with the reason printed, only where namespaces cannot be made."""
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +20,7 @@ pytestmark = pytest.mark.slow
 HERE = Path(__file__).parent
 PYTHON = sys.executable
 REASON = netns.unavailable()
+CHIEF_DNS, WORKER_DNS = "train-chief-0.default.svc", "train-worker-0.default.svc"
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +29,12 @@ def hosts():
         print(f"multi-host tests skipped: {REASON}")
         pytest.skip(REASON)
     with netns.Hosts(3) as made:  # hosts 0 and 1 form the cluster; host 2 is outside it
+        # what a cluster DNS gives a Kubeflow TFJob's pods: one name per replica
+        made.add_names({CHIEF_DNS: made.addresses[0], WORKER_DNS: made.addresses[1]})
         yield made
     assert not [n for n in made.names if n in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                                               text=True).stdout]
+    assert not [n for n in made.names if os.path.exists(os.path.join("/etc/netns", n))]
 
 
 def env(**more):
@@ -168,3 +174,94 @@ def test_ps_across_hosts_serves_until_every_worker_of_the_job_finished(hosts, tm
     assert "CollectiveTimeoutError" not in results[1][2]
     late = json.loads((tmp_path / "worker1.json").read_text())
     assert late["global_step"] >= 400 and late["var_devices"] == ["/job:ps/task:0"] * len(late["var_devices"])
+
+
+def private_model_dir(path, argv):
+    """`argv` in a mount namespace of its own where a fresh tmpfs covers `path` (a local disk per host)."""
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c", 'mount -t tmpfs npurun-test "$0" && exec "$@"',
+            str(path), *argv]
+
+
+def test_a_killed_remote_rank_and_a_model_dir_not_shared_between_hosts_stop_the_job_within_the_timeouts(
+        hosts, tmp_path):
+    """Two jobs at once, on other ports (their waits overlap, as in the duplicated-rank test):
+    1. kill -9 of rank 1's process on host 1 while both train: rank 0 (the leader, which TensorFlow alone would
+       leave waiting for hccl_timeout, 600 s here) stops within NPURUN_PEER_TIMEOUT (6 s) plus a probe interval,
+       naming rank 1 and its address; host 1's launcher names the killed rank.
+    2. a first run (no checkpoint) given the same model_dir path on both hosts, where each host sees its own
+       directory (a private tmpfs per host, as a local disk): rank 1 stops at the start-up naming its rank, host,
+       the path and that a shared model_dir is required; rank 0 stops too, naming rank 1. (One model_dir path
+       per rank is allowed: test_two_hosts_train_data_parallel_to_identical_weights trains that way.)"""
+    spec = ",".join(f"{a}:1" for a in hosts.addresses[:2])
+    shared = tmp_path / "shared"
+    shared.mkdir()
+
+    def argv(node, port, timeout, *script):
+        return [PYTHON, "-m", "npurun.distribute.launch", "-n", "2", "--hosts", spec, "--node-rank", node,
+                "--base-port", port, "--startup-timeout", timeout, "--grace", "2", *map(str, script)]
+
+    killing = [hosts.popen(h, argv(str(h), "31500", "30", HERE / "scripts" / "session_loop.py"),
+                           env=env(NPURUN_PEER_TIMEOUT="6", HCCL_EXEC_TIMEOUT="600"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for h in (0, 1)]
+    unshared = [hosts.popen(h, private_model_dir(shared, argv(str(h), "31600", "15", HERE / "scripts" /
+                                                              "estimator_train.py", tmp_path, 1, 4, 8, shared)),
+                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for h in (0, 1)]
+    line = killing[1].stdout.readline()  # "[rank 1] step 0 pid P": the first step ran on both ranks
+    assert line.startswith("[rank 1] step 0 pid "), \
+        killing[1].stderr.read()[-3000:] if killing[1].poll() is not None else line
+    os.kill(int(line.split()[-1]), signal.SIGKILL)
+    killed = time.monotonic()
+    (code0, _, stderr0), (code1, _, stderr1) = finish(killing, 60)
+    elapsed = time.monotonic() - killed
+    assert code0 == 1, stderr0[-3000:]
+    assert f"rank 1 ({hosts.addresses[1]}:31500) is gone: its host refuses connections" in stderr0, stderr0[-3000:]
+    assert "NPURUN_PEER_TIMEOUT=6" in stderr0
+    assert code1 != 0 and "rank 1 failed" in stderr1, stderr1[-3000:]
+    assert elapsed < 25, elapsed
+
+    (code0, _, stderr0), (code1, _, stderr1) = finish(unshared, 150)
+    assert code1 != 0 and code0 != 0, (stderr0[-2000:], stderr1[-2000:])
+    assert f"SharedModelDirError: rank 1 of 2 (host {socket.gethostname()}, {hosts.addresses[1]}:31600): model_dir " \
+           f"{str(shared)!r} is the chief's model_dir path, but this host does not see the chief's directory" in stderr1, \
+        stderr1[-3000:]
+    assert "A shared model_dir is required" in stderr1
+    assert f"SharedModelDirError: rank 0 of 2 (host {socket.gethostname()}, {hosts.addresses[0]}:31600): rank 1 is " \
+           f"given the chief's model_dir path {str(shared)!r}" in stderr0, stderr0[-3000:]
+    assert not list(tmp_path.glob("rank*.json")) and not os.listdir(shared)  # nobody trained; the real dir untouched
+
+
+def test_a_kubeflow_tf_config_with_dns_names_trains_and_sigterm_stops_both_pods_at_one_step(hosts, tmp_path):
+    """The Kubernetes recipe of docs/distributed.md: each "pod" (a host namespace) runs `python train.py` with the
+    TF_CONFIG a Kubeflow TFJob sets (chief + worker, DNS names resolved by the namespace's /etc/hosts), on a
+    shared model_dir (as a PVC: the start-up model_dir check passes). Kubernetes preempts with SIGTERM to the
+    chief's pod: both ranks stop after the same step, the chief saves that step once, both exit 143."""
+    script = HERE / "workers" / "estimator_preempt.py"  # saves only at the stop (save_checkpoints_steps large)
+    cluster = {"chief": [f"{CHIEF_DNS}:2222"], "worker": [f"{WORKER_DNS}:2222"]}
+    procs = []
+    for host, task in ((0, {"type": "chief", "index": 0}), (1, {"type": "worker", "index": 0})):
+        tf_config = json.dumps({"cluster": cluster, "task": task, "environment": "cloud"})
+        procs.append(hosts.popen(host, [PYTHON, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=env(TF_CONFIG=tf_config, OUT=str(tmp_path), HCCL_CONNECT_TIMEOUT="30",
+                                         NPURUN_PEER_TIMEOUT="10")))
+    line = procs[0].stdout.readline()
+    assert line.startswith("step "), procs[0].stderr.read()[-3000:] if procs[0].poll() is not None else line
+    procs[0].send_signal(signal.SIGTERM)  # `ip netns exec` execs the command: this is the chief's process
+    signalled = time.monotonic()
+    results = finish(procs, 60)
+    elapsed = time.monotonic() - signalled
+    stops = []
+    for code, _, stderr in results:
+        assert code == 143, stderr[-3000:]
+        stops += re.findall(r"^SIGTERM( \(received by another rank\))?: training stopped at global step (\d+); (.*)$",
+                            stderr, re.M)
+    assert len(stops) == 2 and stops[0][1] == stops[1][1], stops
+    step = int(stops[0][1])
+    assert stops[0][0] == "" and stops[1][0] == " (received by another rank)"
+    assert stops[0][2].startswith(f"saved {tmp_path / 'model' / f'model.ckpt-{step}'} with the input position")
+    assert "(the chief saves the checkpoint)" in stops[1][2]
+    saved = sorted((p.name for p in (tmp_path / "model").glob("model.ckpt-*.index")), key=lambda n: (len(n), n))
+    # step 0's (written when training starts, as tf.estimator does) and one at the stop, by the chief only
+    assert step > 0 and saved == ["model.ckpt-0.index", f"model.ckpt-{step}.index"], saved
+    assert "Saving checkpoints" not in results[1][2]
+    assert not list((tmp_path / "model" / ".npurun_shared").glob("start.*"))  # the chief's marker removed at exit
+    assert elapsed < 30, elapsed

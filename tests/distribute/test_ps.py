@@ -105,14 +105,10 @@ def test_estimator_ps_worker_waits_for_the_chiefs_initialisation(out):
     `plan.wait_for_initialization` (and `plan.target`)."""
     script = Path(__file__).parent / "scripts" / "estimator_ps.py"
     ranks = Ranks(script, 2, out, args=(out, 40, 8, 3), ps=1, extra={"all": {"HCCL_CONNECT_TIMEOUT": "60"}})
-    deadline = time.monotonic() + 120
-    while not all((out / f"worker{i}.json").exists() for i in range(2)) and time.monotonic() < deadline:
-        if ranks.zygote.poll() is not None:
-            break
-        time.sleep(0.2)
-    ranks.kill(2)  # the ps task serves until stopped
-    results = ranks.wait(timeout=30)
-    for result in results[:2]:
+    # No budget of its own: the ps task ends by itself once both workers have exited (ps.py), and
+    # `wait`'s bound (counted from the start, TensorFlow's import included) only catches a hang.
+    results = ranks.wait(timeout=240)
+    for result in results:
         assert result.returncode == 0, result.stderr[-3000:]
     chief, worker = (json.loads((out / f"worker{i}.json").read_text()) for i in range(2))
     assert worker["session_ready_at"] >= chief["input_done_at"]

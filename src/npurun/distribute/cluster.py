@@ -362,18 +362,21 @@ def check_identity(layout: Optional[Layout] = None, timeout: float = 5.0, linger
                 f"with its own --node-rank (or TF_CONFIG task index / RANK_ID)", missing=(name,))
 
 
-def barrier_op(timeout: Optional[int] = None):
-    """An op that completes when every rank ran it (see `collectives.barrier`), in the default graph."""
+def barrier_op(timeout: Optional[int] = None, payload=None):
+    """An op that completes when every rank ran it (see `collectives.barrier`), in the default graph;
+    with `payload` (int32 values, the same length on every rank) a tensor: their sum over the ranks."""
     import tensorflow as tf
 
     from .collectives import barrier
 
     with tf.name_scope("npurun_startup_barrier"):
-        return barrier(timeout or settings.startup_timeout())
+        return barrier(timeout or settings.startup_timeout(), payload)
 
 
-def run_barrier(session, op, layout: Optional[Layout] = None, timeout: Optional[float] = None) -> float:
-    """Run `op` (from `barrier_op`) with a deadline; the seconds it took.
+def run_barrier(session, op, layout: Optional[Layout] = None, timeout: Optional[float] = None,
+                on_value=None, feed_dict=None) -> float:
+    """Run `op` (from `barrier_op`) with a deadline; the seconds it took. `on_value`, when given, is
+    called with what the run returned (the summed payload of a barrier built with one).
 
     The run happens in a helper thread because a run that waits for the leader's step ids has no
     deadline in TensorFlow; if it has not returned after `timeout`, StartupTimeoutError (the
@@ -390,7 +393,7 @@ def run_barrier(session, op, layout: Optional[Layout] = None, timeout: Optional[
 
     def run():
         try:
-            session.run(op, options=options)
+            outcome["value"] = session.run(op, feed_dict=feed_dict, options=options)
             outcome["ok"] = True
         except BaseException as err:  # reported in the calling thread
             outcome["error"] = err
@@ -411,6 +414,8 @@ def run_barrier(session, op, layout: Optional[Layout] = None, timeout: Optional[
         raise StartupTimeoutError(f"{who}: the start-up barrier did not complete within {timeout:g} s "
                                   f"(HCCL_CONNECT_TIMEOUT): rank 0 ({layout.cluster[layout.rank_tasks[0][0]][0]}) "
                                   f"is not answering")
+    if on_value is not None:
+        on_value(outcome.get("value"))
     return time.monotonic() - start
 
 
@@ -441,7 +446,9 @@ def session_class():
                 self.run_deadline = bool(run_deadline)
 
             def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-                with explained(self.settings, self.run_deadline):
+                from . import watchdog
+
+                with explained(self.settings, self.run_deadline), watchdog.busy():
                     return super().run(fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata)
 
             def close(self):

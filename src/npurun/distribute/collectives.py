@@ -182,19 +182,25 @@ def reduce(tensor, reduction, root_rank, fusion=0, fusion_id=-1, group=ranks.WOR
 BARRIER_GROUP_KEY = 2 ** 31 - 1  # the world's ranks again, under a key user groups never get
 
 
-def barrier(timeout=None):
+def barrier(timeout=None, payload=None):
     """An op that completes once every rank of the world group ran it (an all-reduce of one scalar).
 
     Its own group key keeps its instance keys apart from the user's collectives, so a barrier
-    matches across ranks whatever groups each rank built before.
+    matches across ranks whatever groups each rank built before. With `payload` (a list of int32
+    values or an int32 tensor, the same length on every rank) the barrier is the sum all-reduce of that vector and
+    this returns the summed tensor (its value is what every rank contributed, added up).
     """
     size = ranks.get_rank_size()
-    one = tf.constant(1, tf.int32)
+    if payload is None:
+        one = tf.constant(1, tf.int32)
+    else:
+        one = payload if tf.is_tensor(payload) else tf.constant(list(payload), tf.int32)
     if size == 1:
-        return tf.identity(one).op
-    return collective_ops.all_reduce_v2(one, size, BARRIER_GROUP_KEY, next_instance_key(BARRIER_GROUP_KEY),
-                                        merge_op="Add", communication_hint=_hint(),
-                                        timeout=_timeout(timeout)).op
+        summed = tf.identity(one)
+        return summed.op if payload is None else summed
+    summed = collective_ops.all_reduce_v2(one, size, BARRIER_GROUP_KEY, next_instance_key(BARRIER_GROUP_KEY),
+                                          merge_op="Add", communication_hint=_hint(), timeout=_timeout(timeout))
+    return summed.op if payload is None else summed
 
 
 def _allreduce_grad(op, grad):

@@ -23,7 +23,7 @@ import weakref
 
 import tensorflow as tf
 
-from . import cluster, ranks, settings, watchdog
+from . import cluster, ranks, settings, shared_dir, watchdog
 from .collectives import broadcast
 from .errors import explained
 
@@ -70,19 +70,44 @@ def _ensure_started(session, barrier) -> None:
     layout = cluster.read_layout()
     cluster.wait_for_peers(layout)
     if barrier is not None:
-        cluster.run_barrier(session, barrier, layout)
+        # The barrier carries the chief's model_dir announcement (shared_dir.py): each rank given the
+        # chief's model_dir path checks that it sees the chief's start-up marker there; then a second
+        # all-reduce tells every rank which ranks failed that check, so all of them stop, each saying why.
+        barrier, verdict, failed = barrier
+        summed = {}
+        cluster.run_barrier(session, barrier, layout, on_value=lambda value: summed.update(value=value))
+        own = None
+        try:
+            shared_dir.verify(summed.get("value"), layout, settings.startup_timeout())
+        except shared_dir.SharedModelDirError as error:
+            own = error
+        flags = [0] * layout.rank_size
+        if own is not None:
+            flags[layout.rank_id] = 1
+        outcome = {}
+        cluster.run_barrier(session, verdict, layout, timeout=2 * settings.startup_timeout() + 5,
+                            on_value=lambda value: outcome.update(value=value), feed_dict={failed: flags})
+        if own is not None:
+            raise own
+        shared_dir.refuse_failed(outcome.get("value"), layout)
     _started.add(session)
 
 
 def _barrier_op():
-    # One barrier per graph, shared by every hook (so all ranks create it exactly once).
+    # One barrier per graph, shared by every hook (so all ranks create it exactly once): the start-up
+    # barrier with the model_dir announcement, and the verdict of the model_dir check (a placeholder of one
+    # flag per rank, summed).
     graph = _v1.get_default_graph()
     existing = graph.get_collection("npurun_startup_barrier")
     if existing:
-        return existing[0]
-    op = cluster.barrier_op()
-    graph.add_to_collection("npurun_startup_barrier", op)
-    return op
+        return tuple(existing[:3])
+    op = cluster.barrier_op(payload=shared_dir.payload())
+    failed = _v1.placeholder_with_default(tf.zeros([ranks.get_rank_size()], tf.int32), [ranks.get_rank_size()],
+                                          name="npurun_model_dir_check_failed")
+    verdict = cluster.barrier_op(2 * settings.startup_timeout() + 5, payload=failed)
+    for item in (op, verdict, failed):
+        graph.add_to_collection("npurun_startup_barrier", item)
+    return op, verdict, failed
 
 
 class StartupHook(_v1.train.SessionRunHook):
@@ -139,6 +164,6 @@ class NPUBroadcastGlobalVariablesHook(_v1.train.SessionRunHook):
         _ensure_started(session, self._barrier)
         if session in _broadcast_done:
             return
-        with explained(self._settings):
+        with explained(self._settings), watchdog.busy():
             session.run(self._op)
         _broadcast_done.add(session)

@@ -27,10 +27,12 @@ _HOOKS_WORDING = "Hooks must be a SessionRunHook, given:"  # tf.estimator's word
 
 
 def _check_shared_model_dir(model_dir) -> None:
-    """Distributed training: when the chief resumes, every rank must share its model_dir (distribute/shared_dir.py)."""
+    """Distributed training: a rank given the chief's model_dir path must see the chief's directory there (checked at
+    the start-up barrier), and when the chief resumes every rank must share it (distribute/shared_dir.py)."""
     from ..distribute import cluster as distribute_cluster, settings as distribute_settings, shared_dir
 
     layout = distribute_cluster.read_layout()
+    shared_dir.announce(str(model_dir), layout.rank_id, layout.rank_size)
     shared_dir.check(str(model_dir), layout.rank_id, layout.rank_size, distribute_settings.startup_timeout())
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 import tensorflow as tf
 
+from ..distribute import watchdog
 from .inner_fetches import values_by_name
 
 if TYPE_CHECKING:
@@ -90,10 +91,12 @@ class HookRunner:
         asked = {i: request for i, request in enumerate(requests) if request is not None}
         structure = {"own": fetches, "hooks": asked}
         # A callable fixes its debug watches when it is made: a run with watches goes through sess.run.
-        if feed_dict or options.debug_options.debug_tensor_watch_opts or not hasattr(sess, "make_callable"):
-            results = sess.run(structure, feed_dict=feed_dict or None, options=options, run_metadata=metadata)
-        else:
-            results = self._cached_run(sess, fetches, requests, structure, options, metadata)
+        # busy: a peer rank that is gone while this run waits stops this rank (distribute/watchdog.py)
+        with watchdog.busy():
+            if feed_dict or options.debug_options.debug_tensor_watch_opts or not hasattr(sess, "make_callable"):
+                results = sess.run(structure, feed_dict=feed_dict or None, options=options, run_metadata=metadata)
+            else:
+                results = self._cached_run(sess, fetches, requests, structure, options, metadata)
         for i, hook in enumerate(self.hooks):
             hook.after_run(context, _v1.train.SessionRunValues(results=results["hooks"].get(i), options=options,
                                                                run_metadata=metadata))

@@ -1,6 +1,7 @@
 """NPUEstimator data-parallel training, one rank of `npurun launch` (also the single-process reference).
 
-argv: OUT ITERATIONS_PER_LOOP STEPS GLOBAL_BATCH. Each rank reads its shard of the data
+argv: OUT ITERATIONS_PER_LOOP STEPS GLOBAL_BATCH [MODEL_DIR]. model_dir is OUT/model<rank> (one per rank,
+a common Ascend layout), or MODEL_DIR on every rank when given. Each rank reads its shard of the data
 (`dataset.shard(get_rank_size(), get_rank_id())`), batches GLOBAL_BATCH / rank size, starts from
 its own initialisation (initializer seed 1 + 100 * rank) and minimises with
 NPUDistributedOptimizer. A hook records the weights when the session starts (before the automatic
@@ -54,7 +55,8 @@ class Record(v1.train.SessionRunHook):
 
 
 record = Record()
-config = NPURunConfig(model_dir=os.path.join(out, f"model{rank}"), iterations_per_loop=loop,
+model_dir = sys.argv[5] if len(sys.argv) > 5 else os.path.join(out, f"model{rank}")
+config = NPURunConfig(model_dir=model_dir, iterations_per_loop=loop,
                       save_checkpoints_steps=loop * 2, log_step_count_steps=None)
 NPUEstimator(model_fn, config=config).train(input_fn, steps=steps, hooks=[record])
 record.report["is_chief"] = config.is_chief

@@ -1,4 +1,4 @@
-"""A sess.run training loop that runs until stopped: one all-reduce per step, `step N` printed every 10 steps."""
+"""A sess.run training loop that runs until stopped: one all-reduce per step, `step N pid P` printed every 10 steps."""
 import os
 import time
 
@@ -13,5 +13,5 @@ session = cluster.create_session()
 for step in range(100000):
     session.run(total)
     if step % 10 == 0:
-        print("step", step, flush=True)
+        print("step", step, "pid", os.getpid(), flush=True)
     time.sleep(0.05)

@@ -1,5 +1,10 @@
 """NPUEstimator on ranks from RANK_ID / RANK_SIZE only (no TF_CONFIG): data-parallel training with
-NPUDistributedOptimizer from different initialisations; writes the final weights and checkpoints."""
+NPUDistributedOptimizer from different initialisations; writes the final weights and checkpoints.
+
+model_dir: OUT/model<rank>, or MODEL_DIR on every rank when set. PRIVATE_MODEL_DIR=1: this rank first
+enters a mount namespace of its own and mounts a fresh tmpfs over MODEL_DIR, so it sees another, empty
+directory under the chief's path (as a local disk per host does); needs root."""
+import ctypes
 import os
 
 from common import OUT, RANK, np, tf, write
@@ -34,8 +39,21 @@ class FinalWeights(v1.train.SessionRunHook):
         self.value = session.run(self.variable)
 
 
+def private_mount(path):
+    # a forked rank is single-threaded: unshare(CLONE_NEWNS) is allowed; "/" made private first, so the
+    # tmpfs stays in this process's namespace
+    libc = ctypes.CDLL(None, use_errno=True)
+    for result in (libc.unshare(0x00020000),  # CLONE_NEWNS
+                   libc.mount(b"none", b"/", None, 0x4000 | (1 << 18), None),  # MS_REC | MS_PRIVATE
+                   libc.mount(b"npurun-test", path.encode(), b"tmpfs", 0, None)):
+        if result != 0:
+            raise OSError(ctypes.get_errno(), f"private tmpfs over {path}")
+
+
 final = FinalWeights()
-model_dir = str(OUT / f"model{RANK}")
+model_dir = os.environ.get("MODEL_DIR") or str(OUT / f"model{RANK}")
+if os.environ.get("PRIVATE_MODEL_DIR") == "1":
+    private_mount(model_dir)
 config = NPURunConfig(model_dir=model_dir, hccl_timeout=60, save_checkpoints_steps=2, log_step_count_steps=None)
 est = NPUEstimator(model_fn, config=config)
 est.train(input_fn, steps=6, hooks=[final])
