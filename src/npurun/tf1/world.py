@@ -23,7 +23,7 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
   These two also hold for scripts of the adapter's TF 2 package `npu_device` (`scripts_get_keras2`: TF 2.x's
   Keras was Keras 2), which keep TensorFlow 2 otherwise; their `from tensorflow.keras[.x] import y` is
-  their `tf.keras`'s namespace.
+  their `tf.keras`'s namespace, and so is `import tensorflow.keras.backend as K`.
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
   as in the NumPy of TensorFlow 1.15; absl flags take a str `enum_values` as absl-py 0.x did; `time.clock`
   (Python 3.7's, removed in 3.8) is `time.process_time`.
@@ -368,11 +368,16 @@ class TF1World:
             if (self.scripts_get_keras2 and level == 0 and (name == "keras" or name.startswith("keras."))
                     and is_script(globals)):
                 return _standalone_keras(name, fromlist)
-            if (not self.scripts_get_tf1 and self.scripts_get_keras2 and fromlist and level == 0
+            if (not self.scripts_get_tf1 and self.scripts_get_keras2 and level == 0
                     and (name == "tensorflow.keras" or name.startswith("tensorflow.keras.")) and is_script(globals)):
                 namespace = _tf2_keras_namespace(name)
-                if namespace is not None:
+                if namespace is not None and fromlist:
                     return namespace
+                if namespace is not None:
+                    # `import tensorflow.keras.backend as K` (5 TensorFlow2 folders): importing the path would
+                    # make it Keras 3's and rebind `tf.keras` to Keras 3 for the rest of the script; `tensorflow`
+                    # is returned and `.keras.backend` read from it, the script's tf.keras
+                    return original("tensorflow", globals, locals, None, 0)
             if (self.scripts_get_keras2 and level == 0 and fromlist and is_script(globals)
                     and (name == _TF_PYTHON_KERAS or name.startswith(_TF_PYTHON_KERAS + "."))):
                 keras = _legacy_keras_module(name)

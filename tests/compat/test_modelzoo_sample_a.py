@@ -1,0 +1,54 @@
+"""Issue 23's random sample, part a: gaps its real scripts hit, each in the style of the script that hit it.
+
+One `npurun run` subprocess runs one script with a section per gap (each prints its own line or the error it
+raised), so the gaps cost one start-up of TensorFlow together.
+"""
+import pytest
+
+SAMPLE_A_SCRIPT = '''\
+from npu_bridge.npu_init import *
+import numpy as np
+import tensorflow as tf
+
+
+def section(name, body):
+    try:
+        body()
+    except Exception as error:  # each section reports its own failure; the others still run
+        print(name, "raised", type(error).__name__, error)
+
+
+# Densenet_3D_ID0121's train.py (and 20 other folders): the Keras of TF 1.15's private path, bound by
+# `import ... as`, next to `from tensorflow.python.keras... import ...`.
+def keras_import_as():
+    import tensorflow.python.keras as keras
+    import tensorflow.python.keras.backend as K
+    from tensorflow.python.keras.backend import learning_phase
+    from tensorflow.python.keras.layers import concatenate, Conv3D
+
+    labels = np.array([[0, 2], [1, 4]])
+    one_hot = keras.utils.to_categorical(labels, num_classes=5)
+    flags = keras.utils.to_categorical(np.copy(labels).astype(dtype=np.bool), num_classes=2)
+    print("keras_as", one_hot.shape, one_hot[1, 1].tolist(), flags.shape, K is tf.keras.backend or K.__name__,
+          learning_phase is K.learning_phase, keras.layers.Conv3D is Conv3D)
+
+
+section("keras_as", keras_import_as)
+'''
+
+
+@pytest.fixture(scope="module")
+def sample_a_run(tmp_path_factory):
+    from .conftest import run_compat
+
+    folder = tmp_path_factory.mktemp("sample_a")
+    (folder / "train.py").write_text(SAMPLE_A_SCRIPT)
+    done = run_compat("run", folder / "train.py", cwd=folder)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_import_tensorflow_python_keras_as_is_the_keras_of_tf_keras(sample_a_run):
+    # TF 1.15's tensorflow.python.keras was tf.keras; TensorFlow 2.21's copy there has no utils.to_categorical
+    assert "keras_as (2, 2, 5) [0.0, 0.0, 0.0, 0.0, 1.0] (2, 2, 2) tf_keras.src.backend True True" in sample_a_run, \
+        sample_a_run[-2000:]
