@@ -23,7 +23,7 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   standalone `import keras` / `from keras.x import y` (Keras 2 on TensorFlow, as with TF 1.15; not Keras 3).
   These two also hold for scripts of the adapter's TF 2 package `npu_device` (`scripts_get_keras2`: TF 2.x's
   Keras was Keras 2), which keep TensorFlow 2 otherwise; their `from tensorflow.keras[.x] import y` is
-  their `tf.keras`'s namespace, and so is `import tensorflow.keras.backend as K`.
+  their `tf.keras`'s namespace.
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
   as in the NumPy of TensorFlow 1.15; absl flags take a str `enum_values` as absl-py 0.x did; `time.clock`
   (Python 3.7's, removed in 3.8) is `time.process_time`.
@@ -106,6 +106,8 @@ class TF1Module(types.ModuleType):
     def __getattr__(self, name):
         if name == "contrib":
             return importlib.import_module("tensorflow.contrib")
+        if name == "python":
+            return _script_tf_python()
         try:
             return getattr(self._v1, name)
         except AttributeError:
@@ -204,6 +206,34 @@ def _legacy_keras_module(name):
         return importlib.import_module(target)
     except ImportError:
         return None
+
+
+def _script_tf_python():
+    """`tensorflow.python` as `import tensorflow.python.keras as keras` reaches it from a TF 1 script's `tensorflow`.
+
+    Python binds that import by reading `python`, then `keras` off the module `import tensorflow` gives the
+    script (TF1Module). TF 1's `tensorflow.python.keras` was `tf.keras`; so that form gives tf-keras's module too,
+    as `from tensorflow.python.keras import x` does (`_legacy_keras_module`); the rest is TensorFlow's own.
+    (Densenet_3D's `keras.utils.to_categorical`: TensorFlow 2.21's partial copy has no such name.)
+    """
+    real = importlib.import_module("tensorflow.python")
+    if _script_tf_python.module is None:
+        module = types.ModuleType("tensorflow.python", "tensorflow.python, with tf-keras as its `keras`")
+        module.__path__ = list(getattr(real, "__path__", []))
+
+        def attribute(name):
+            if name == "keras":
+                keras = _legacy_keras_module(_TF_PYTHON_KERAS)
+                if keras is not None:
+                    return keras
+            return getattr(importlib.import_module("tensorflow.python"), name)
+
+        module.__getattr__ = attribute
+        _script_tf_python.module = module
+    return _script_tf_python.module
+
+
+_script_tf_python.module = None
 
 
 def _tf2_keras_namespace(name):
@@ -368,21 +398,19 @@ class TF1World:
             if (self.scripts_get_keras2 and level == 0 and (name == "keras" or name.startswith("keras."))
                     and is_script(globals)):
                 return _standalone_keras(name, fromlist)
-            if (not self.scripts_get_tf1 and self.scripts_get_keras2 and level == 0
+            if (not self.scripts_get_tf1 and self.scripts_get_keras2 and fromlist and level == 0
                     and (name == "tensorflow.keras" or name.startswith("tensorflow.keras.")) and is_script(globals)):
                 namespace = _tf2_keras_namespace(name)
-                if namespace is not None and fromlist:
-                    return namespace
                 if namespace is not None:
-                    # `import tensorflow.keras.backend as K` (5 TensorFlow2 folders): importing the path would
-                    # make it Keras 3's and rebind `tf.keras` to Keras 3 for the rest of the script; `tensorflow`
-                    # is returned and `.keras.backend` read from it, the script's tf.keras
-                    return original("tensorflow", globals, locals, None, 0)
-            if (self.scripts_get_keras2 and level == 0 and fromlist and is_script(globals)
+                    return namespace
+            if (self.scripts_get_keras2 and level == 0 and is_script(globals)
                     and (name == _TF_PYTHON_KERAS or name.startswith(_TF_PYTHON_KERAS + "."))):
                 keras = _legacy_keras_module(name)
-                if keras is not None:
+                if keras is not None and fromlist:
                     return keras
+                # `import tensorflow.python.keras.backend as K`: Python reads the attributes `python`, `keras`,
+                # `backend` off the module returned below; TF1Module's `python` gives tf-keras as `keras`, and
+                # the submodule is imported above, so `backend` is tf-keras's too.
             if script and "." in name:
                 namespace = self._api_namespace(name)
                 if namespace is not None:  # `from tensorflow.train import AdamOptimizer`: TF 1's tf.train
