@@ -34,6 +34,31 @@ def keras_import_as():
 
 
 section("keras_as", keras_import_as)
+
+
+# AlignedReID_ID1460's RES.py (and 3 other files): TF 1.15's slim namespace had TensorFlow's variable_scope module.
+def slim_variable_scope():
+    from tensorflow.contrib import slim
+    import tensorflow.contrib.slim as slim_too
+    from tensorflow.contrib.slim.nets import resnet_v1
+    from tensorflow.contrib.slim.python.slim import learning
+
+    features = tf.placeholder(tf.float32, [2, 6])
+    with slim.variable_scope.variable_scope("ball", reuse=None):
+        weights = slim.model_variable("mean_vectors", (6, 3), initializer=tf.truncated_normal_initializer(stddev=1e-3),
+                                      regularizer=None)
+        scale = slim.model_variable("scale", (), tf.float32, initializer=tf.constant_initializer(0., tf.float32),
+                                    regularizer=slim.l2_regularizer(1e-1))
+    logits = tf.nn.softplus(scale) * tf.matmul(features, tf.nn.l2_normalize(weights, dim=0))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        out = sess.run(logits, {features: np.ones([2, 6], np.float32)})
+    print("slim_vs", weights.op.name, scale.op.name, out.shape, len(slim.get_model_variables("ball")),
+          slim_too.variable_scope is slim.variable_scope, callable(slim.conv2d), resnet_v1.__name__,
+          learning is slim.learning)
+
+
+section("slim_vs", slim_variable_scope)
 '''
 
 
@@ -51,4 +76,9 @@ def sample_a_run(tmp_path_factory):
 def test_import_tensorflow_python_keras_as_is_the_keras_of_tf_keras(sample_a_run):
     # TF 1.15's tensorflow.python.keras was tf.keras; TensorFlow 2.21's copy there has no utils.to_categorical
     assert "keras_as (2, 2, 5) [0.0, 0.0, 0.0, 0.0, 1.0] (2, 2, 2) tf_keras.src.backend True True" in sample_a_run, \
+        sample_a_run[-2000:]
+
+
+def test_slim_has_tf115s_variable_scope_module(sample_a_run):
+    assert "slim_vs ball/mean_vectors ball/scale (2, 3) 2 True True tf_slim.nets.resnet_v1 True" in sample_a_run, \
         sample_a_run[-2000:]

@@ -284,6 +284,8 @@ def module_for(fullname: str):
         return ContribModule("")
     if rest == "framework.python.ops":
         return _framework_ops(fullname)
+    if PATHS.get(rest) == _SLIM:  # slim itself (its deeper paths are tf-slim's): with TF 1.15's extra names
+        return importlib.import_module("npurun.tf1.contrib.slim")
     if rest in PATHS:
         return importlib.import_module(PATHS[rest])
     if rest in IMPORT_ONLY_PATHS:
