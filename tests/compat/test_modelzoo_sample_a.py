@@ -59,6 +59,27 @@ def slim_variable_scope():
 
 
 section("slim_vs", slim_variable_scope)
+
+
+# EfficientNet_B0_ID0009's main_npu.py (10 files): imported at module level, used under --use_async_checkpointing.
+def async_checkpointing():
+    from tensorflow.contrib.tpu.python.tpu import async_checkpoint
+    import os
+    import tempfile
+
+    model_dir = tempfile.mkdtemp()
+    with tf.Graph().as_default():
+        step = tf.train.get_or_create_global_step()
+        train_op = tf.assign_add(step, 1)
+        tf.Variable(1.0, name="w")
+        hooks = [async_checkpoint.AsyncCheckpointSaverHook(checkpoint_dir=model_dir, save_steps=2)]
+        with tf.train.MonitoredSession(hooks=hooks) as sess:
+            for _ in range(3):
+                sess.run(train_op)
+    print("async_ckpt", os.path.basename(tf.train.latest_checkpoint(model_dir)))
+
+
+section("async_ckpt", async_checkpointing)
 '''
 
 
@@ -82,3 +103,8 @@ def test_import_tensorflow_python_keras_as_is_the_keras_of_tf_keras(sample_a_run
 def test_slim_has_tf115s_variable_scope_module(sample_a_run):
     assert "slim_vs ball/mean_vectors ball/scale (2, 3) 2 True True tf_slim.nets.resnet_v1 True" in sample_a_run, \
         sample_a_run[-2000:]
+
+
+def test_tpu_async_checkpoint_hook_saves_as_the_checkpoint_saver_hook(sample_a_run):
+    # saves at step 0 (after creation), 2, and at the end (3)
+    assert "async_ckpt model.ckpt-3" in sample_a_run, sample_a_run[-2000:]

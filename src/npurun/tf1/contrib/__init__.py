@@ -180,6 +180,7 @@ PATHS = {
     "image.python.ops.distort_image_ops": "npurun.tf1.contrib.image",
     "tpu.python.tpu.tpu_function": "npurun.tf1.contrib.tpu",
     "tpu.python.tpu.tpu_config": "npurun.tf1.contrib.tpu", "tpu.python.tpu.tpu_estimator": "npurun.tf1.contrib.tpu",
+    "tpu.python.tpu.async_checkpoint": "npurun.tf1.contrib.async_checkpoint",
     "learn.python.learn.datasets.mnist": "npurun.tf1.mnist_input_data",
     "learn.python.learn.preprocessing": _LEARN,
     # TF 1.15's contrib audio ops were TensorFlow's generated audio ops (decode_wav, audio_spectrogram, mfcc):
