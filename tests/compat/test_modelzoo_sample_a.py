@@ -80,6 +80,26 @@ def async_checkpointing():
 
 
 section("async_ckpt", async_checkpointing)
+
+
+# EfficientNet_B0_ID0009's main_npu.py (9 files): TF 1.15 estimator.py's private step reader.
+def load_global_step():
+    from tensorflow.python.estimator import estimator
+    import tempfile
+
+    model_dir = tempfile.mkdtemp()
+    before = estimator._load_global_step_from_checkpoint_dir(model_dir)
+    with tf.Graph().as_default():
+        step = tf.train.get_or_create_global_step()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(tf.assign(step, 7))
+            tf.train.Saver().save(sess, model_dir + "/model.ckpt", global_step=step)
+    print("load_step", before, estimator._load_global_step_from_checkpoint_dir(model_dir),
+          estimator.Estimator is tf.estimator.Estimator)
+
+
+section("load_step", load_global_step)
 '''
 
 
@@ -108,3 +128,7 @@ def test_slim_has_tf115s_variable_scope_module(sample_a_run):
 def test_tpu_async_checkpoint_hook_saves_as_the_checkpoint_saver_hook(sample_a_run):
     # saves at step 0 (after creation), 2, and at the end (3)
     assert "async_ckpt model.ckpt-3" in sample_a_run, sample_a_run[-2000:]
+
+
+def test_estimators_private_global_step_reader_of_tf115(sample_a_run):
+    assert "load_step 0 7 True" in sample_a_run, sample_a_run[-2000:]

@@ -288,11 +288,32 @@ def _script_estimator():
     return tf.compat.v1.estimator  # attached by npurun.compat while active (TF 2.16+ has none of its own)
 
 
+def _load_global_step_from_checkpoint_dir(checkpoint_dir):
+    """TF 1.15 estimator.py's private helper, which EfficientNet's TPU-derived main.py / main_npu.py call
+    (`estimator._load_global_step_from_checkpoint_dir(FLAGS.model_dir)`: 9 ModelZoo files): the global step
+    of the latest checkpoint in the folder, 0 when there is none."""
+    import tensorflow as tf
+
+    try:
+        return int(tf.train.load_checkpoint(checkpoint_dir).get_tensor(tf.compat.v1.GraphKeys.GLOBAL_STEP))
+    except Exception:  # noqa: BLE001 -- as TF 1.15: no checkpoint (or no step in it) is step 0
+        return 0
+
+
+def _estimator_module(namespace, name):
+    """`tensorflow.python.estimator.estimator`: tf.estimator's names plus TF 1.15's private helper above."""
+    module = types.ModuleType(name, "tf.estimator as npurun provides it, at TF 1.15's estimator.py path")
+    module.__getattr__ = lambda attribute: getattr(namespace, attribute)
+    module._load_global_step_from_checkpoint_dir = _load_global_step_from_checkpoint_dir
+    return module
+
+
 def _estimator_package(name):
     namespace = _script_estimator()
     package = types.ModuleType(name)
     package.__path__ = []
     package.__dict__.update({sub: namespace for sub in _ESTIMATOR_MODULES})
+    package.estimator = _estimator_module(namespace, f"{name}.estimator")
     package.__getattr__ = lambda attribute: getattr(namespace, attribute)  # PEP 562: the names of tf.estimator too
     return package
 
