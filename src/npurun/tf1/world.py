@@ -108,6 +108,8 @@ class TF1Module(types.ModuleType):
     def __getattr__(self, name):
         if name == "contrib":
             return importlib.import_module("tensorflow.contrib")
+        if name == "python":
+            return _script_tf_python()
         try:
             return getattr(self._v1, name)
         except AttributeError:
@@ -232,6 +234,34 @@ def _legacy_keras_module(name):
         return None
 
 
+def _script_tf_python():
+    """`tensorflow.python` as `import tensorflow.python.keras as keras` reaches it from a TF 1 script's `tensorflow`.
+
+    Python binds that import by reading `python`, then `keras` off the module `import tensorflow` gives the
+    script (TF1Module). TF 1's `tensorflow.python.keras` was `tf.keras`; so that form gives tf-keras's module too,
+    as `from tensorflow.python.keras import x` does (`_legacy_keras_module`); the rest is TensorFlow's own.
+    (Densenet_3D's `keras.utils.to_categorical`: TensorFlow 2.21's partial copy has no such name.)
+    """
+    real = importlib.import_module("tensorflow.python")
+    if _script_tf_python.module is None:
+        module = types.ModuleType("tensorflow.python", "tensorflow.python, with tf-keras as its `keras`")
+        module.__path__ = list(getattr(real, "__path__", []))
+
+        def attribute(name):
+            if name == "keras":
+                keras = _legacy_keras_module(_TF_PYTHON_KERAS)
+                if keras is not None:
+                    return keras
+            return getattr(importlib.import_module("tensorflow.python"), name)
+
+        module.__getattr__ = attribute
+        _script_tf_python.module = module
+    return _script_tf_python.module
+
+
+_script_tf_python.module = None
+
+
 def _tf2_keras_namespace(name):
     """`from tensorflow.keras[.x] import y` in an npu_device (TF 2) script: the namespace of the script's
     `tf.keras` (tf-keras under npurun run). TensorFlow maps the `tensorflow.keras` module path when it is first
@@ -284,11 +314,32 @@ def _script_estimator():
     return tf.compat.v1.estimator  # attached by npurun.compat while active (TF 2.16+ has none of its own)
 
 
+def _load_global_step_from_checkpoint_dir(checkpoint_dir):
+    """TF 1.15 estimator.py's private helper, which EfficientNet's TPU-derived main.py / main_npu.py call
+    (`estimator._load_global_step_from_checkpoint_dir(FLAGS.model_dir)`: 9 ModelZoo files): the global step
+    of the latest checkpoint in the folder, 0 when there is none."""
+    import tensorflow as tf
+
+    try:
+        return int(tf.train.load_checkpoint(checkpoint_dir).get_tensor(tf.compat.v1.GraphKeys.GLOBAL_STEP))
+    except Exception:  # noqa: BLE001 -- as TF 1.15: no checkpoint (or no step in it) is step 0
+        return 0
+
+
+def _estimator_module(namespace, name):
+    """`tensorflow.python.estimator.estimator`: tf.estimator's names plus TF 1.15's private helper above."""
+    module = types.ModuleType(name, "tf.estimator as npurun provides it, at TF 1.15's estimator.py path")
+    module.__getattr__ = lambda attribute: getattr(namespace, attribute)
+    module._load_global_step_from_checkpoint_dir = _load_global_step_from_checkpoint_dir
+    return module
+
+
 def _estimator_package(name):
     namespace = _script_estimator()
     package = types.ModuleType(name)
     package.__path__ = []
     package.__dict__.update({sub: namespace for sub in _ESTIMATOR_MODULES})
+    package.estimator = _estimator_module(namespace, f"{name}.estimator")
     package.__getattr__ = lambda attribute: getattr(namespace, attribute)  # PEP 562: the names of tf.estimator too
     return package
 
@@ -419,11 +470,14 @@ class TF1World:
                     # make it Keras 3's and rebind `tf.keras` to Keras 3 for the rest of the script; `tensorflow`
                     # is returned and `.keras.backend` read from it, the script's tf.keras
                     return original("tensorflow", globals, locals, None, 0)
-            if (self.scripts_get_keras2 and level == 0 and fromlist and is_script(globals)
+            if (self.scripts_get_keras2 and level == 0 and is_script(globals)
                     and (name == _TF_PYTHON_KERAS or name.startswith(_TF_PYTHON_KERAS + "."))):
                 keras = _legacy_keras_module(name)
-                if keras is not None:
+                if keras is not None and fromlist:
                     return keras
+                # `import tensorflow.python.keras.backend as K`: Python reads the attributes `python`, `keras`,
+                # `backend` off the module returned below; TF1Module's `python` gives tf-keras as `keras`, and
+                # the submodule is imported above, so `backend` is tf-keras's too.
             if script and "." in name:
                 namespace = self._api_namespace(name)
                 if namespace is not None:  # `from tensorflow.train import AdamOptimizer`: TF 1's tf.train

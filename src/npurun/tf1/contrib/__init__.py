@@ -180,6 +180,7 @@ PATHS = {
     "image.python.ops.distort_image_ops": "npurun.tf1.contrib.image",
     "tpu.python.tpu.tpu_function": "npurun.tf1.contrib.tpu",
     "tpu.python.tpu.tpu_config": "npurun.tf1.contrib.tpu", "tpu.python.tpu.tpu_estimator": "npurun.tf1.contrib.tpu",
+    "tpu.python.tpu.async_checkpoint": "npurun.tf1.contrib.async_checkpoint",
     "learn.python.learn.datasets.mnist": "npurun.tf1.mnist_input_data",
     "learn.python.learn.preprocessing": _LEARN,
     # TF 1.15's contrib audio ops were TensorFlow's generated audio ops (decode_wav, audio_spectrogram, mfcc):
@@ -284,6 +285,8 @@ def module_for(fullname: str):
         return ContribModule("")
     if rest == "framework.python.ops":
         return _framework_ops(fullname)
+    if PATHS.get(rest) == _SLIM:  # slim itself (its deeper paths are tf-slim's): with TF 1.15's extra names
+        return importlib.import_module("npurun.tf1.contrib.slim")
     if rest in PATHS:
         return importlib.import_module(PATHS[rest])
     if rest in IMPORT_ONLY_PATHS:
