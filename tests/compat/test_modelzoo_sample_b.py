@@ -1,0 +1,40 @@
+"""Patterns of the random sample's real ModelZoo-TensorFlow scripts (docs/compat.md, "Round 2", issue 23,
+second half of the sample) that npurun did not run; each test failed before its fix."""
+
+import tensorflow as tf
+
+from npurun import NPUEstimator, NPURunConfig
+from npurun.estimator import EstimatorSpec
+from npurun.tf1.hparams import HParams  # what a script's tf.contrib.training.HParams is under npurun run
+
+from .test_modelzoo_patterns import _input_fn
+
+v1 = tf.compat.v1
+
+
+def _standard_model_fn(model_fn):
+    """RFN_ID0212's utils1.standard_model_fn: the Estimator's params are the script's HParams."""
+
+    def _model_fn(features, labels, mode, params):
+        loss = model_fn(features, labels, mode, params)
+        optimizer = v1.train.GradientDescentOptimizer(params.learning_rate)
+        train_op = optimizer.minimize(loss, global_step=v1.train.get_or_create_global_step())
+        return EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    return _model_fn
+
+
+def _rfn_model_fn(features, labels, mode, hparams):
+    weights = v1.get_variable("w", [3, hparams.num_classes], initializer=v1.zeros_initializer())
+    logits = tf.matmul(features["x"], weights)
+    return v1.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+
+
+def test_params_may_be_contrib_training_hparams(tmp_path):
+    hparams = HParams(learning_rate=0.1, num_classes=2)
+    config = NPURunConfig(model_dir=str(tmp_path), save_checkpoints_steps=10, log_step_count_steps=None)
+    estimator = NPUEstimator(model_dir=str(tmp_path), model_fn=_standard_model_fn(_rfn_model_fn), params=hparams,
+                             config=config)
+    estimator.train(input_fn=_input_fn, max_steps=3)
+    assert estimator.get_variable_value("global_step") == 3
+    assert estimator.params.learning_rate == 0.1 and estimator.params is not hparams  # a copy, as tf.estimator's
