@@ -1,6 +1,7 @@
 """Patterns of the random sample's real ModelZoo-TensorFlow scripts (docs/compat.md, "Round 2", issue 23,
 second half of the sample) that npurun did not run; each test failed before its fix."""
 
+import numpy as np
 import tensorflow as tf
 
 from npurun import NPUEstimator, NPURunConfig
@@ -38,3 +39,22 @@ def test_params_may_be_contrib_training_hparams(tmp_path):
     estimator.train(input_fn=_input_fn, max_steps=3)
     assert estimator.get_variable_value("global_step") == 3
     assert estimator.params.learning_rate == 0.1 and estimator.params is not hparams  # a copy, as tf.estimator's
+
+
+def test_contrib_estimator_clip_gradients_by_norm_clips_to_the_global_norm():
+    # RFN_ID0212's utils1: `optimizer = tf.contrib.estimator.clip_gradients_by_norm(optimizer, clip_norm)`
+    from npurun.tf1.contrib import module_for
+
+    contrib_estimator = module_for("tensorflow.contrib.estimator")
+    graph = tf.Graph()
+    with graph.as_default():
+        w = v1.get_variable("w", initializer=tf.constant([3.0, 4.0]))
+        loss = tf.reduce_sum(10.0 * w)  # gradient (10, 10): global norm 14.14
+        optimizer = contrib_estimator.clip_gradients_by_norm(v1.train.GradientDescentOptimizer(1.0), 1.0)
+        (gradient, variable), = optimizer.compute_gradients(loss)
+        train_op = optimizer.minimize(loss, global_step=v1.train.get_or_create_global_step())
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            assert variable is w and abs(float(np.linalg.norm(sess.run(gradient))) - 1.0) < 1e-5
+            sess.run(train_op)
+            np.testing.assert_allclose(sess.run(w), [3.0 - 0.5 ** 0.5, 4.0 - 0.5 ** 0.5], rtol=1e-5)
