@@ -25,7 +25,8 @@ entry of `sys.path`), and, inside them, their relative imports; each is scanned 
 Exit status 1 when something the script uses will raise here (an unsupported or unavailable name, an
 unknown option, an invalid literal value, a name TensorFlow 1's API or the contrib table lacks), else 0.
 
-The work is split: `check_scanner` visits one module, `check_options` reads NPURunConfig keywords and
+The work is split: `check_scanner` visits one module (`conditions` tells which flag branches run,
+`installed` which names installed packages lack), `check_options` reads NPURunConfig keywords and
 parameter_map entries, `check_report` holds `Finding` and prints the report; this module follows the
 local modules and gives the entry points.
 """
