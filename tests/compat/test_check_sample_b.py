@@ -88,3 +88,21 @@ def test_a_local_module_shadowing_an_installed_name_is_not_looked_up_there(tmp_p
     script = tmp_path / "train.py"
     script.write_text("from scipy import misc\nx = misc.imresize(1, 2)\n")
     assert not _raising(check_file(str(script)))
+
+
+def test_a_name_a_local_package_lacks_is_an_import_error(tmp_path):
+    # SESEMI_ID1270: `from dataset import svhn, cifar10, cifar100`; the folder ships only dataset/cifar10.py
+    (tmp_path / "dataset").mkdir()
+    (tmp_path / "dataset" / "__init__.py").write_text("")
+    (tmp_path / "dataset" / "cifar10.py").write_text("def load_data():\n    return None\n")
+    (tmp_path / "utils.py").write_text("def datagen(x):\n    return x\n")
+    script = tmp_path / "train_evaluate.py"
+    script.write_text(textwrap.dedent("""\
+        import npu_bridge.npu_init
+        from dataset import svhn, cifar10, cifar100
+        from utils import datagen
+        from keras.preprocessing.image import ImageDataGenerator  # tf-keras's under npurun run
+        """))
+    found = _raising(check_file(str(script)))
+    assert set(found) == {"dataset.svhn", "dataset.cifar100"}, sorted(found)
+    assert found["dataset.svhn"].line == 2 and "ImportError" in found["dataset.svhn"].detail

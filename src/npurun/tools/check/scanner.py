@@ -20,6 +20,10 @@ from .report import Finding
 
 TF_ESTIMATOR_PREFIXES = ("tensorflow.estimator.", "tensorflow.compat.v1.estimator.")
 TF_LAYERS_PREFIXES = ("tensorflow.compat.v1.layers.", "tensorflow.layers.")
+# Top-level names whose modules npurun's TF1 world gives a script (`import keras` is tf-keras there): not looked
+# up in the installed package of that name.
+_WORLD_ROOTS = frozenset({"tensorflow", "horovod", "npurun", "keras", "tf_keras", "tensorflow_core",
+                          "tensorflow_estimator", "tfdeterminism", "tf_slim"})
 _MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__builtins__", "__spec__", "__loader__",
                            "__package__", "__path__", "__annotations__", "__cached__", "__debug__"})
 # Builtins Python 3 removed: BERT-style tokenizers name them in branches taken only on Python 2.
@@ -103,6 +107,7 @@ class ModuleScanner(ast.NodeVisitor):
 
     def visit_Module(self, node):
         self._top_level, self._all = _module_level_names(node.body)
+        self.visited = True
         self._flags().update(flag_defaults(node))
         self.generic_visit(node)
 
@@ -209,6 +214,8 @@ class ModuleScanner(ast.NodeVisitor):
         local = self._local_import(module, node.level, [a.name for a in node.names if a.name != "*"])
         if local is None and not node.level:
             self._installed(node, module)
+        elif local is not None:
+            self._local_names(node, module, local)
         for alias in node.names:
             if alias.name == "*":
                 table = aliases.MODULES.get(module) if not node.level else None
@@ -241,6 +248,24 @@ class ModuleScanner(ast.NodeVisitor):
                 for alias in node.names:  # `from scipy.misc import imresize`
                     if alias.name != "*":
                         self._installed_attribute(node, f"{module}.{alias.name}", imported=True)
+
+    def _local_names(self, node, module, local):
+        """`from dataset import svhn` where the local package has neither such a submodule nor such a name:
+        ImportError (SESEMI_ID1270's folder lacks the dataset modules it imports)."""
+        if not getattr(local, "visited", False) or local._unknown_star or getattr(self, "_guarded", 0):
+            return
+        if "__getattr__" in local._top_level:
+            return
+        for alias in node.names:
+            name = alias.name
+            if name == "*" or name in local._top_level or name in local.star_names or name in local.aliases:
+                continue
+            if self._project.resolve(f"{module}.{name}" if module else name, node.level, self._path) is not None:
+                continue
+            shown = "." * node.level + module
+            self.add(Finding(node.lineno, "imports", f"{shown}.{name}", "not defined",
+                             f"the local module {shown} neither defines {name!r} nor has a submodule of that name: "
+                             f"ImportError (on Ascend too)", True), once_key=("imports", f"{shown}.{name}"))
 
     def _local_import(self, module, level, names=()):
         """Scan the local module an import refers to (and `from pkg import sub` submodules); its scanner."""
@@ -439,7 +464,7 @@ class ModuleScanner(ast.NodeVisitor):
     def _installed_attribute(self, node, qualified, imported=False) -> bool:
         """A name read from an installed third-party module that the module does not have (its source says)."""
         root = qualified.split(".")[0]
-        if root in aliases.ROOTS or root in ("tensorflow", "horovod", "npurun") or "." not in qualified:
+        if root in aliases.ROOTS or root in _WORLD_ROOTS or "." not in qualified:
             return False
         if self._project is not None and (self._project.resolve(root, 0, self._path) is not None
                                           or os.path.isdir(os.path.join(self._project.root, root))):
