@@ -58,3 +58,42 @@ def test_contrib_estimator_clip_gradients_by_norm_clips_to_the_global_norm():
             assert variable is w and abs(float(np.linalg.norm(sess.run(gradient))) - 1.0) < 1e-5
             sess.run(train_op)
             np.testing.assert_allclose(sess.run(w), [3.0 - 0.5 ** 0.5, 4.0 - 0.5 ** 0.5], rtol=1e-5)
+
+
+EMA_GETTER_SCRIPT = '''\
+import functools
+from npu_bridge.npu_init import *
+import tensorflow as tf
+
+
+def getter_ema(ema, getter, name, *args, **kwargs):
+    """mixmatch_ID0804's libml/utils.getter_ema"""
+    var = getter(name, *args, **kwargs)
+    ema_var = ema.average(var)
+    return ema_var if ema_var else var
+
+
+def classifier(x):
+    return tf.layers.dense(x, 2, name="dense", kernel_initializer=tf.ones_initializer())
+
+
+x = tf.ones([1, 3])
+with tf.variable_scope("classify"):
+    logits = classifier(x)
+ema = tf.train.ExponentialMovingAverage(decay=0.5)
+ema_op = ema.apply(tf.trainable_variables())
+with tf.variable_scope("classify", reuse=True, custom_getter=functools.partial(getter_ema, ema)):
+    ema_logits = classifier(x)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print("logits", sess.run(logits).tolist(), sess.run(ema_logits).tolist())
+'''
+
+
+def test_a_custom_getter_testing_a_variables_truth_works_in_a_graph(tmp_path):
+    from .conftest import run_compat
+
+    (tmp_path / "train.py").write_text(EMA_GETTER_SCRIPT)
+    done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "logits [[3.0, 3.0]] [[3.0, 3.0]]" in done.stdout, done.stdout[-2000:]
