@@ -106,3 +106,20 @@ def test_a_name_a_local_package_lacks_is_an_import_error(tmp_path):
     found = _raising(check_file(str(script)))
     assert set(found) == {"dataset.svhn", "dataset.cifar100"}, sorted(found)
     assert found["dataset.svhn"].line == 2 and "ImportError" in found["dataset.svhn"].detail
+
+
+def test_a_script_inside_its_own_package_finds_that_package(tmp_path):
+    # AVOD_ID0818: avod/experiments/run_training.py imports `avod.builders...` (its launch script puts the folder
+    # above `avod` on PYTHONPATH); the module-level use of a contrib name there was missed as "avod not installed"
+    root = tmp_path / "avod"
+    (root / "experiments").mkdir(parents=True)
+    (root / "builders").mkdir()
+    for folder in (root, root / "experiments", root / "builders"):
+        (folder / "__init__.py").write_text("")
+    (root / "builders" / "optimizer_builder.py").write_text(
+        "import tensorflow as tf\nema = tf.contrib.opt.MovingAverageOptimizer\n")
+    script = root / "experiments" / "run_training.py"
+    script.write_text("import avod\nfrom avod.builders import optimizer_builder\n")
+    findings = check_file(str(script))
+    assert not any(f.section == "imports" for f in findings), findings
+    assert set(_raising(findings)) == {"tensorflow.contrib.opt.MovingAverageOptimizer"}

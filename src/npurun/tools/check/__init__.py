@@ -56,11 +56,31 @@ class _Project:
         else:
             base = self.root
         parts = module.split(".") if module else []
-        candidate = os.path.join(base, *parts)
-        for path in (candidate + ".py", os.path.join(candidate, "__init__.py")):
-            if parts and os.path.isfile(path) and os.path.abspath(path).startswith(self.root + os.sep):
-                return os.path.abspath(path)
+        bases = [base] if level else [base, *self._package_roots(parts[0] if parts else "")]
+        for base in bases:
+            candidate = os.path.join(base, *parts)
+            for path in (candidate + ".py", os.path.join(candidate, "__init__.py")):
+                if parts and os.path.isfile(path) and os.path.abspath(path).startswith(base + os.sep):
+                    return os.path.abspath(path)
         return None
+
+    def _package_roots(self, top: str):
+        """Where a script that sits inside its own package finds that package (`avod/experiments/run_training.py`
+        importing `avod`: its launch script puts the folder above `avod` on PYTHONPATH), and the PYTHONPATH
+        entries check was started with."""
+        if not top:
+            return []
+        found, folder = [], self.root
+        for _ in range(6):
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            if os.path.basename(folder) == top and os.path.isfile(os.path.join(folder, "__init__.py")):
+                found.append(parent)
+            folder = parent
+        found += [os.path.abspath(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                  if entry and os.path.isdir(os.path.join(entry, top))]
+        return found
 
     def scan(self, path: str, source: str | None = None):
         if path in self.scanners:
