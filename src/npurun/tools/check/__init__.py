@@ -78,8 +78,12 @@ class _Project:
             if os.path.basename(folder) == top and os.path.isfile(os.path.join(folder, "__init__.py")):
                 found.append(parent)
             folder = parent
-        found += [os.path.abspath(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-                  if entry and os.path.isdir(os.path.join(entry, top))]
+        own = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+            entry = os.path.abspath(entry) if entry else ""
+            if (entry and entry != own and os.sep + "site-packages" not in entry and os.sep + "dist-packages"
+                    not in entry and (os.path.isdir(os.path.join(entry, top)) or os.path.isfile(os.path.join(entry, top + ".py")))):
+                found.append(entry)  # the script's own folders put on the path; installed packages stay installed
         return found
 
     def scan(self, path: str, source: str | None = None):
