@@ -1,6 +1,8 @@
 """NPUEstimator: tf.estimator's Estimator API on tf.compat.v1 graph-mode sessions."""
 from __future__ import annotations
 
+import copy
+
 import logging
 import os
 import threading
@@ -71,7 +73,8 @@ class NPUEstimator:
                           "RANK_ID)", UserWarning, stacklevel=2)
         self._model_fn = model_fn
         self._config = config
-        self._params = dict(params or {})
+        # Any object, as tf.estimator keeps it (a deep copy): ModelZoo passes `tf.contrib.training.HParams` (21 folders)
+        self._params = copy.deepcopy(params) if params is not None else {}
         self._model_dir = resolve_model_dir(config.model_dir, model_dir or None)  # '' is "not given", as in tf
         self._config = tf_conformance.config_with_model_dir(config, self._model_dir)
         self._warm_start_from = warm_start_from
@@ -87,8 +90,8 @@ class NPUEstimator:
         return self._config
 
     @property
-    def params(self) -> dict:
-        return dict(self._params)
+    def params(self):
+        return copy.deepcopy(self._params)
 
     @property
     def model_fn(self) -> Callable:

@@ -554,6 +554,7 @@ class TF1World:
             self._keras2_lr()
         if self.scripts_get_tf1:
             self._variables_by_name()
+            self._variable_truth()
             self._numpy_aliases()
             self._absl_str_enums()
             import time
@@ -563,6 +564,25 @@ class TF1World:
             if not hasattr(time, "clock"):
                 time.clock = time.process_time
                 self._patched.append((time, "clock"))
+
+    def _variable_truth(self):
+        """`if var:` on a variable in a graph is True, as on TensorFlow 1.15's ref variables (which had no
+        `__bool__`): resource variables read their value, which a graph cannot give as a Python bool. Google's
+        MixMatch/FixMatch custom getter `ema_var if ema_var else var` (5 ModelZoo folders) does this. Eager
+        variables keep their value's truth."""
+        from tensorflow.python.eager import context
+        from tensorflow.python.ops import resource_variable_ops
+
+        cls = resource_variable_ops.BaseResourceVariable
+        original = cls.__dict__.get("__bool__")
+        if original is None:
+            return
+
+        def __bool__(variable):
+            return original(variable) if context.executing_eagerly() else True
+
+        cls.__bool__ = __bool__
+        self._restore.append((cls, "__bool__", original))
 
     def _variables_by_name(self):
         """'global_step:0' by name is the variable's value, as TensorFlow 1.15's ref variables were (21

@@ -153,10 +153,16 @@ LOOKUP = _from(_LOOKUP_OPS, *"""
     IdTableWithHashBuckets index_table_from_tensor index_to_string_table_from_tensor index_table_from_file
     index_to_string_table_from_file""".split())
 
+# contrib.estimator: clip_gradients_by_norm (3 folders; written here), the rest was replaced by tf.estimator
+ESTIMATOR = {"clip_gradients_by_norm": Mapped("npurun.tf1.contrib.estimator:clip_gradients_by_norm")}
+ESTIMATOR.update({name: Unsupported("use tf.estimator") for name in (
+    "multi_label_head", "build_supervised_input_receiver_fn_from_input_fn", "TowerOptimizer", "replicate_model_fn",
+    "export_all_saved_models", "SavedModelEstimator")})
+
 # Module name (below tensorflow.contrib) -> its names. Only listed modules have usable names.
 MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
            "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE, "summary": SUMMARY, "learn": LEARN,
-           "util": UTIL, "lookup": LOOKUP, "crf": CRF}
+           "util": UTIL, "lookup": LOOKUP, "crf": CRF, "estimator": ESTIMATOR}
 # Whole modules that are another package.
 PACKAGES = {"slim": _SLIM}
 UNSUPPORTED_MODULES = {
@@ -168,7 +174,7 @@ UNSUPPORTED_MODULES = {
     "seq2seq": _NOT_PORTED, "cudnn_rnn": _NOT_PORTED,
     "quantize": _NOT_PORTED, "distributions": "use tensorflow-probability",
     "sparsemax": _NOT_PORTED, "tfprof": "use tf.compat.v1.profiler", "cloud": _NOT_PORTED,
-    "compiler": _NOT_PORTED, "keras": "use tf.keras", "estimator": "use tf.estimator",
+    "compiler": _NOT_PORTED, "keras": "use tf.keras",
     "legacy_seq2seq": _NOT_PORTED, "losses": _NOT_PORTED,
 }
 # Deep import paths of contrib (`from tensorflow.contrib.layers.python.layers import utils`) -> module.

@@ -25,7 +25,8 @@ entry of `sys.path`), and, inside them, their relative imports; each is scanned 
 Exit status 1 when something the script uses will raise here (an unsupported or unavailable name, an
 unknown option, an invalid literal value, a name TensorFlow 1's API or the contrib table lacks), else 0.
 
-The work is split: `check_scanner` visits one module, `check_options` reads NPURunConfig keywords and
+The work is split: `check_scanner` visits one module (`conditions` tells which flag branches run,
+`installed` which names installed packages lack), `check_options` reads NPURunConfig keywords and
 parameter_map entries, `check_report` holds `Finding` and prints the report; this module follows the
 local modules and gives the entry points.
 """
@@ -55,11 +56,35 @@ class _Project:
         else:
             base = self.root
         parts = module.split(".") if module else []
-        candidate = os.path.join(base, *parts)
-        for path in (candidate + ".py", os.path.join(candidate, "__init__.py")):
-            if parts and os.path.isfile(path) and os.path.abspath(path).startswith(self.root + os.sep):
-                return os.path.abspath(path)
+        bases = [base] if level else [base, *self._package_roots(parts[0] if parts else "")]
+        for base in bases:
+            candidate = os.path.join(base, *parts)
+            for path in (candidate + ".py", os.path.join(candidate, "__init__.py")):
+                if parts and os.path.isfile(path) and os.path.abspath(path).startswith(base + os.sep):
+                    return os.path.abspath(path)
         return None
+
+    def _package_roots(self, top: str):
+        """Where a script that sits inside its own package finds that package (`avod/experiments/run_training.py`
+        importing `avod`: its launch script puts the folder above `avod` on PYTHONPATH), and the PYTHONPATH
+        entries check was started with."""
+        if not top:
+            return []
+        found, folder = [], self.root
+        for _ in range(6):
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            if os.path.basename(folder) == top and os.path.isfile(os.path.join(folder, "__init__.py")):
+                found.append(parent)
+            folder = parent
+        own = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+            entry = os.path.abspath(entry) if entry else ""
+            if (entry and entry != own and os.sep + "site-packages" not in entry and os.sep + "dist-packages"
+                    not in entry and (os.path.isdir(os.path.join(entry, top)) or os.path.isfile(os.path.join(entry, top + ".py")))):
+                found.append(entry)  # the script's own folders put on the path; installed packages stay installed
+        return found
 
     def scan(self, path: str, source: str | None = None):
         if path in self.scanners:

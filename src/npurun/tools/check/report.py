@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 @dataclass(frozen=True)
 class Finding:
     line: int
-    section: str  # "option", "parameter_map", "adapter", "tensorflow", "horovod"
+    section: str  # "option", "parameter_map", "adapter", "tensorflow", "horovod", "imports", "installed"
     name: str
     status: str
     detail: str
@@ -25,6 +25,7 @@ SECTIONS = (("option", "NPURunConfig / RunConfig options"),
             ("adapter", "Ascend adapter APIs"),
             ("tensorflow", "TensorFlow APIs that TensorFlow 2.21 lacks"),
             ("horovod", "Horovod"),
+            ("installed", "Names installed packages no longer have"),
             ("imports", "Other imports"))
 
 

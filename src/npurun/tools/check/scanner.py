@@ -12,11 +12,18 @@ from dataclasses import replace
 
 from ...adapter import tables as aliases
 from . import tensorflow as check_tensorflow
-from .options import global_options_finding, literal, parameter_map_finding, run_config_findings
+from .conditions import flag_condition, flag_defaults
+from .installed import missing_attribute
+from .module_names import _module_level_names
+from .options import global_options_finding, parameter_map_finding, run_config_findings
 from .report import Finding
 
 TF_ESTIMATOR_PREFIXES = ("tensorflow.estimator.", "tensorflow.compat.v1.estimator.")
 TF_LAYERS_PREFIXES = ("tensorflow.compat.v1.layers.", "tensorflow.layers.")
+# Top-level names whose modules npurun's TF1 world gives a script (`import keras` is tf-keras there): not looked
+# up in the installed package of that name.
+_WORLD_ROOTS = frozenset({"tensorflow", "horovod", "npurun", "keras", "tf_keras", "tensorflow_core",
+                          "tensorflow_estimator", "tfdeterminism", "tf_slim"})
 _MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__builtins__", "__spec__", "__loader__",
                            "__package__", "__path__", "__annotations__", "__cached__", "__debug__"})
 # Builtins Python 3 removed: BERT-style tokenizers name them in branches taken only on Python 2.
@@ -48,53 +55,6 @@ def _availability(entry) -> str:
     if aliases.is_adapter_module(entry):
         return "available"
     return check_tensorflow.target_availability(entry.target)
-
-
-def _target_names(target):
-    if isinstance(target, ast.Name):
-        yield target.id
-    elif isinstance(target, (ast.Tuple, ast.List)):
-        for element in target.elts:
-            yield from _target_names(element)
-    elif isinstance(target, ast.Starred):
-        yield from _target_names(target.value)
-
-
-def _module_level_names(body):
-    """The names a module binds at its top level (through if/try/for/with blocks, not inside functions or
-    classes), and its literal `__all__` (None if it has none or it is not a literal list of strings)."""
-    names, all_names = set(), None
-    for statement in body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(statement.name)
-        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            for target in targets:
-                names.update(_target_names(target))
-                if isinstance(target, ast.Name) and target.id == "__all__":
-                    try:
-                        value = literal(statement.value) if statement.value is not None else None
-                    except (ValueError, TypeError, SyntaxError):
-                        value = None
-                    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-                        all_names = list(value)
-        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
-            for alias in statement.names:
-                if alias.name != "*":
-                    names.add(alias.asname or alias.name.split(".")[0])
-        elif isinstance(statement, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
-            for target in ([statement.target] if isinstance(statement, (ast.For, ast.AsyncFor))
-                           else [item.optional_vars for item in statement.items if item.optional_vars]):
-                names.update(_target_names(target))
-        for block in ("body", "orelse", "finalbody", "handlers"):
-            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                inner = getattr(statement, block, None)
-                if inner:
-                    more, more_all = _module_level_names(
-                        [s for h in inner for s in (h.body if isinstance(h, ast.ExceptHandler) else [h])])
-                    names |= more
-                    all_names = more_all if more_all is not None else all_names
-    return names, all_names
 
 
 def _deep_contrib_path_length(rest_parts) -> int:
@@ -133,6 +93,8 @@ class ModuleScanner(ast.NodeVisitor):
         self._all = None  # the module's literal `__all__`, if it has one
         self._tpu_only = 0  # depth of `if use_tpu:` bodies being visited
         self._fallback = 0  # depth of `except` handlers whose `try` body raises nothing check knows of
+        self._conditions: list = []  # (flag test, taken with the flags' defaults: True/False/None) of enclosing ifs
+        self._own_flags: dict = {}  # flags defined here, when there is no project to share them with
 
     def exported(self) -> dict:
         """What `from this_module import *` gives (as far as check follows names): local name -> qualified
@@ -145,6 +107,8 @@ class ModuleScanner(ast.NodeVisitor):
 
     def visit_Module(self, node):
         self._top_level, self._all = _module_level_names(node.body)
+        self.visited = True
+        self._flags().update(flag_defaults(node))
         self.generic_visit(node)
 
     # ---- name resolution ---------------------------------------------------------------------------
@@ -156,12 +120,32 @@ class ModuleScanner(ast.NodeVisitor):
             return _canonical(f"{base}.{node.attr}") if base else None
         return None
 
+    def _flags(self) -> dict:
+        """The flags (name -> literal default) the script and its local modules define, shared over the project."""
+        if self._project is None:
+            return self._own_flags
+        if not hasattr(self._project, "flags"):
+            self._project.flags = {}
+        return self._project.flags
+
     def add(self, finding: Finding, once_key=None):
         key = once_key or (finding.section, finding.name, finding.line, finding.detail)
         guard = self._guard()
         if finding.error and guard is not None and finding.section not in ("option", "parameter_map"):
             finding = replace(finding, status=f"{finding.status}, {guard[0]}", detail=f"{finding.detail}; {guard[1]}",
                               error=False)
+        elif finding.error and self._conditions and finding.section not in ("option", "parameter_map"):
+            not_taken = next((text for text, taken in self._conditions if taken is False), None)
+            if not_taken is not None:
+                guard = ("flag-only branch", not_taken)
+                finding = replace(finding, status=f"{finding.status}, only if {not_taken}",
+                                  detail=f"{finding.detail}; the line runs only if {not_taken}, which the flags' "
+                                         f"defaults do not take: it raises only when the script is started so",
+                                  error=False)
+            else:
+                text, taken = self._conditions[-1]
+                finding = replace(finding, detail=f"{finding.detail}; the line runs only if {text}" + (
+                    ", which the flags' defaults take" if taken else " (not told from literal defaults)"))
         if key in self._seen:
             index = self._seen[key]
             if finding.error and not self.findings[index].error and guard is None:
@@ -187,12 +171,20 @@ class ModuleScanner(ast.NodeVisitor):
     def visit_If(self, node):
         self.visit(node.test)
         tpu = _mentions_tpu(node.test)
+        condition = None if tpu else flag_condition(node.test, self._flags())
         self._tpu_only += tpu
+        if condition is not None:
+            self._conditions.append(condition)
         for statement in node.body:
             self.visit(statement)
         self._tpu_only -= tpu
+        if condition is not None:
+            text, taken = self._conditions.pop()
+            self._conditions.append((f"not {text}", None if taken is None else not taken))
         for statement in node.orelse:
             self.visit(statement)
+        if condition is not None:
+            self._conditions.pop()
 
     def visit_IfExp(self, node):
         self.visit(node.test)
@@ -222,6 +214,8 @@ class ModuleScanner(ast.NodeVisitor):
         local = self._local_import(module, node.level, [a.name for a in node.names if a.name != "*"])
         if local is None and not node.level:
             self._installed(node, module)
+        elif local is not None:
+            self._local_names(node, module, local)
         for alias in node.names:
             if alias.name == "*":
                 table = aliases.MODULES.get(module) if not node.level else None
@@ -250,6 +244,28 @@ class ModuleScanner(ast.NodeVisitor):
                     self._adapter_module_import(node, qualified if qualified in aliases.MODULES else module)
         if not node.level:
             self._tensorflow_import(node, module, [a.name for a in node.names if a.name != "*"])
+            if local is None and not getattr(self, "_guarded", 0):
+                for alias in node.names:  # `from scipy.misc import imresize`
+                    if alias.name != "*":
+                        self._installed_attribute(node, f"{module}.{alias.name}", imported=True)
+
+    def _local_names(self, node, module, local):
+        """`from dataset import svhn` where the local package has neither such a submodule nor such a name:
+        ImportError (SESEMI_ID1270's folder lacks the dataset modules it imports)."""
+        if not getattr(local, "visited", False) or local._unknown_star or getattr(self, "_guarded", 0):
+            return
+        if "__getattr__" in local._top_level:
+            return
+        for alias in node.names:
+            name = alias.name
+            if name == "*" or name in local._top_level or name in local.star_names or name in local.aliases:
+                continue
+            if self._project.resolve(f"{module}.{name}" if module else name, node.level, self._path) is not None:
+                continue
+            shown = "." * node.level + module
+            self.add(Finding(node.lineno, "imports", f"{shown}.{name}", "not defined",
+                             f"the local module {shown} neither defines {name!r} nor has a submodule of that name: "
+                             f"ImportError (on Ascend too)", True), once_key=("imports", f"{shown}.{name}"))
 
     def _local_import(self, module, level, names=()):
         """Scan the local module an import refers to (and `from pkg import sub` submodules); its scanner."""
@@ -443,7 +459,24 @@ class ModuleScanner(ast.NodeVisitor):
                                          f"TensorFlow 2.21 lacks it; under `npurun run` it is "
                                          f"{aliases.describe(entry)}"), once_key=("tensorflow", public))
                     return True
-        return False
+        return self._installed_attribute(node, qualified)
+
+    def _installed_attribute(self, node, qualified, imported=False) -> bool:
+        """A name read from an installed third-party module that the module does not have (its source says)."""
+        root = qualified.split(".")[0]
+        if root in aliases.ROOTS or root in _WORLD_ROOTS or "." not in qualified:
+            return False
+        if self._project is not None and (self._project.resolve(root, 0, self._path) is not None
+                                          or os.path.isdir(os.path.join(self._project.root, root))):
+            return False  # a local module of that name is what the script imports
+        found = missing_attribute(qualified)
+        if found is None:
+            return False
+        module, attribute, why = found
+        self.add(Finding(node.lineno, "installed", f"{module}.{attribute}", "does not exist",
+                         why.replace("AttributeError / ImportError", "ImportError" if imported else "AttributeError"),
+                         True), once_key=("installed", f"{module}.{attribute}"))
+        return True
 
     def _tensorflow_finding(self, node, name, result):
         status, detail, error = result

@@ -1,0 +1,140 @@
+"""Which `if` branches a script takes with its flags' defaults, for `npurun check`.
+
+A use under `if FLAGS.use_xla_for_gpu:` runs only when the script is started with that flag: check says
+so ("only if --use_xla_for_gpu"), and when the flag's default (from `flags.DEFINE_*` / `tf.flags.DEFINE_*`
+or argparse's `add_argument`, read statically) does not take the branch, the use is listed but not
+counted as raising. A test that cannot be evaluated from literal defaults is named, and counted.
+"""
+from __future__ import annotations
+
+import ast
+
+_UNKNOWN = object()
+_DEFINE_TYPES = {"DEFINE_bool", "DEFINE_boolean", "DEFINE_integer", "DEFINE_float", "DEFINE_string",
+                 "DEFINE_enum", "DEFINE_list", "DEFINE_multi_string", "DEFINE_multi_integer"}
+
+
+def _literal(node):
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _UNKNOWN
+
+
+def _keyword(call, name):
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def flag_defaults(tree) -> dict:
+    """`name -> default` of every flag a module defines (absl/TF flags and argparse), literal defaults only."""
+    found = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Attribute, ast.Name)):
+            continue
+        func = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+        if func in _DEFINE_TYPES:
+            name = node.args[0] if node.args else _keyword(node, "name")
+            default = node.args[1] if len(node.args) > 1 else _keyword(node, "default")
+            name = _literal(name) if name is not None else _UNKNOWN
+            if isinstance(name, str) and default is not None:
+                found[name] = _literal(default)
+        elif func == "set_default" and len(node.args) == 2:  # FLAGS.set_default('batch', 64)
+            name = _literal(node.args[0])
+            if isinstance(name, str):
+                found[name] = _literal(node.args[1])
+        elif func == "add_argument":
+            options = [value for value in map(_literal, node.args) if isinstance(value, str)]
+            dest = _keyword(node, "dest")
+            dest = _literal(dest) if dest is not None else next(
+                (o.lstrip("-").replace("-", "_") for o in options if o.startswith("--")),
+                options[0].lstrip("-").replace("-", "_") if options else None)
+            if not isinstance(dest, str) or not options or not options[0].startswith("-"):
+                continue
+            action = _keyword(node, "action")
+            action = _literal(action) if action is not None else None
+            default = _keyword(node, "default")
+            if default is not None:
+                value = _literal(default)
+            elif action == "store_true":
+                value = False
+            elif action == "store_false":
+                value = True
+            else:
+                value = None
+            kind = _keyword(node, "type")
+            if isinstance(value, str) and isinstance(kind, ast.Name) and kind.id in ("int", "float"):
+                try:
+                    value = int(value) if kind.id == "int" else float(value)
+                except ValueError:
+                    value = _UNKNOWN
+            found[dest] = value
+    return found
+
+
+def _flag_name(node, flags):
+    """`FLAGS.x` / `args.x` / `flags.FLAGS.x` / `opt.x` where x is a flag some module defines: x, else None."""
+    if isinstance(node, ast.Attribute) and node.attr in flags and isinstance(node.value, (ast.Name, ast.Attribute)):
+        return node.attr
+    return None
+
+
+def _evaluate(node, flags):
+    name = _flag_name(node, flags)
+    if name is not None:
+        return flags[name]
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        values = [_evaluate(e, flags) for e in node.elts]
+        return _UNKNOWN if any(v is _UNKNOWN for v in values) else values
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        value = _evaluate(node.operand, flags)
+        return _UNKNOWN if value is _UNKNOWN else not value
+    if isinstance(node, ast.BoolOp):
+        values = [_evaluate(v, flags) for v in node.values]
+        if isinstance(node.op, ast.And):
+            if any(v is not _UNKNOWN and not v for v in values):
+                return False
+            return _UNKNOWN if any(v is _UNKNOWN for v in values) else True
+        if any(v is not _UNKNOWN and v for v in values):
+            return True
+        return _UNKNOWN if any(v is _UNKNOWN for v in values) else False
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = _evaluate(node.left, flags), _evaluate(node.comparators[0], flags)
+        if left is _UNKNOWN or right is _UNKNOWN:
+            return _UNKNOWN
+        op = node.ops[0]
+        try:
+            if isinstance(op, ast.Eq):
+                return left == right
+            if isinstance(op, ast.NotEq):
+                return left != right
+            if isinstance(op, ast.In):
+                return left in right
+            if isinstance(op, ast.NotIn):
+                return left not in right
+            if isinstance(op, ast.Is):
+                return left is right
+            if isinstance(op, ast.IsNot):
+                return left is not right
+            if isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)):
+                return {ast.Gt: left > right, ast.GtE: left >= right, ast.Lt: left < right,
+                        ast.LtE: left <= right}[type(op)]
+        except TypeError:
+            return _UNKNOWN
+    return _UNKNOWN
+
+
+def flag_condition(test, flags):
+    """For an `if` test that reads a flag: (description, taken) where taken is True / False with the flags'
+    defaults or None when it cannot be told; None when the test reads no flag."""
+    names = sorted({name for node in ast.walk(test) for name in [_flag_name(node, flags)] if name is not None})
+    if not names:
+        return None
+    value = _evaluate(test, flags)
+    source = ast.unparse(test)
+    if len(source) > 80:
+        source = source[:77] + "..."
+    defaults = ", ".join(f"--{name}" + ("" if flags[name] is _UNKNOWN else f" default {flags[name]!r}")
+                         for name in names)
+    return f"`{source}` ({defaults})", (None if value is _UNKNOWN else bool(value))
