@@ -97,3 +97,30 @@ def test_a_custom_getter_testing_a_variables_truth_works_in_a_graph(tmp_path):
     done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "logits [[3.0, 3.0]] [[3.0, 3.0]]" in done.stdout, done.stdout[-2000:]
+
+
+def test_tensorflow_1_libraries_get_tensorflow_1_as_the_script_does(tmp_path):
+    # InsightFace_TF: `import tensorlayer as tl` (1.11, TF 1 code) reads tf.GraphKeys inside the library;
+    # 12 folders use tensorlayer, tflearn, tensorpack or sonnet. A TF 2 release of one (sonnet 2) keeps TF 2.
+    from .conftest import run_compat
+
+    site = tmp_path / "lib" / "site-packages"
+    for package, distribution, version, body in (
+            ("tensorlayer", "tensorlayer", "1.11.1",
+             "import tensorflow as tf\nKEYS = tf.GraphKeys.TRAINABLE_VARIABLES\n"
+             "def dense(x, units):\n    return tf.layers.dense(x, units)\n"),
+            ("sonnet", "dm_sonnet", "2.0.2", "import tensorflow as tf\nTF1 = hasattr(tf, 'GraphKeys')\n")):
+        (site / package).mkdir(parents=True)
+        (site / package / "__init__.py").write_text(body)
+        info = site / f"{distribution}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution.replace('_', '-')}\n"
+                                       f"Version: {version}\n")
+    (tmp_path / "train_nets.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(site)!r})\n"
+        "import tensorflow as tf\nfrom npu_bridge.npu_init import *\nimport tensorlayer as tl\nimport sonnet as snt\n"
+        "x = tf.placeholder(tf.float32, [None, 3])\ny = tl.dense(x, 2)\n"
+        "print('keys', tl.KEYS, 'vars', len(tf.get_collection(tl.KEYS)), 'sonnet_tf1', snt.TF1)\n")
+    done = run_compat("run", tmp_path / "train_nets.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-6:] == ["keys", "trainable_variables", "vars", "2", "sonnet_tf1", "False"]

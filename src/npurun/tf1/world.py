@@ -6,7 +6,8 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
 - `import tensorflow` / `from tensorflow import ...` in a *script* module (one whose file is not in
   site-packages, the standard library or npurun) gives `TF1Module`: `tf.compat.v1` (with what
   `tf_estimator.attach` adds: `tf.estimator`, the NpuOptimizer `Session`, TF 1 `layers`) plus
-  `tf.contrib` (`npurun.tf1.contrib`). npurun and third-party libraries keep TensorFlow 2.
+  `tf.contrib` (`npurun.tf1.contrib`). npurun and third-party libraries keep TensorFlow 2, except the TF 1
+  libraries listed below.
   The importer is told apart by the globals the import statement passes to `__import__`, so a
   script's own local modules (model.py next to train.py) are scripts too.
 - `tensorflow.contrib...` and `tensorflow.examples.tutorials.mnist.input_data` are importable, and
@@ -15,6 +16,8 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   scripts use that moved (`nest.is_sequence`, `control_flow_ops.cond`, ...: `_moved_names`) exist again
   at their TF 1 paths; a `tensorflow.python...` module that is gone is a ModuleNotFoundError saying so;
   `tfdeterminism.patch()` is TensorFlow's own op determinism (npurun.tf1.tfdeterminism);
+- third-party TensorFlow 1 libraries (tensorlayer < 2, tflearn, tensorpack, sonnet < 2: `_TF1_LIBRARIES`) get
+  TensorFlow 1 as the script does;
 - `tensorflow.python.estimator[.estimator|.run_config|.model_fn|.training]` are the script's tf.estimator,
   `tensorflow.python.estimator.canned.*` / `.head.*` npurun.tf_estimator's premade estimators and heads, and
   the same paths below `tensorflow_estimator.python.estimator` when no real tensorflow_estimator is installed;
@@ -133,13 +136,46 @@ def _library_dirs() -> tuple:
     return tuple(os.path.realpath(p) + os.sep for p in paths if p)
 
 
+# Third-party libraries written for TensorFlow 1 (12 ModelZoo folders use one): they get TensorFlow 1 as the
+# script does, else `tf.GraphKeys` & co. fail inside them. Package -> (distribution, first major version that
+# is TensorFlow 2 code, None if none is).
+_TF1_LIBRARIES = {
+    "tensorlayer": ("tensorlayer", 2),
+    "tflearn": ("tflearn", None),
+    "tensorpack": ("tensorpack", None),
+    "sonnet": ("dm-sonnet", 2),
+}
+_tf1_library_cache: dict = {}
+
+
+def _is_tf1_library(name: str) -> bool:
+    """Whether module `name` belongs to an installed TensorFlow 1 library of _TF1_LIBRARIES."""
+    package = name.partition(".")[0]
+    if package not in _TF1_LIBRARIES:
+        return False
+    if package not in _tf1_library_cache:
+        from importlib import metadata
+
+        distribution, tf2_major = _TF1_LIBRARIES[package]
+        try:
+            version = metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            version = "0"  # a local copy of the library (vendored in the folder) is TF 1 code
+        major = version.split(".")[0]
+        _tf1_library_cache[package] = tf2_major is None or not major.isdigit() or int(major) < tf2_major
+    return _tf1_library_cache[package]
+
+
 def is_script(globals_) -> bool:
-    """Whether an import with these module globals comes from a script (gets TensorFlow 1)."""
+    """Whether an import with these module globals comes from a script (gets TensorFlow 1): the script, its
+    local modules, and the TensorFlow 1 libraries of _TF1_LIBRARIES."""
     if not globals_:
         return False
     name = globals_.get("__name__") or ""
     if name == "npurun" or name.startswith("npurun."):
         return False
+    if _is_tf1_library(name):
+        return True
     path = globals_.get("__file__")
     if not path:
         return name == "__main__"
