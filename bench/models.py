@@ -20,7 +20,8 @@ Estimator has no bf16 switch: not run).
 Same tf.data input everywhere: 1024 random examples in memory, repeat, batch, prefetch. Checkpoints,
 summaries and step logging off. Timing: the steps after `--warmup` steps (graph building, session
 start, XLA compilation excluded), to the end of the run; Keras: a first fit of `--warmup` steps,
-then a timed fit of `--steps`. Contenders interleave for `--repeats` rounds; each cell is the best
+then a timed fit of `--steps`. Each row also gives the worker's CPU time per example over the
+same steps (time.process_time: every thread of the process) and the load average at its end. Contenders interleave for `--repeats` rounds; each cell is the best
 round (other load only slows a run down). Peak RSS: the worker's ru_maxrss.
 
 Usage: python bench/models.py [--quick] [--models resnet20,transformer] [--precisions fp32,bf16]
@@ -152,6 +153,7 @@ class _Timer:
 
     def __init__(self, warmup: int, steps_per_run: int):
         self.warmup, self.per_run, self.done, self.t0, self.t1, self.at0 = warmup, steps_per_run, 0, None, None, 0
+        self.cpu0 = self.cpu1 = None
 
     def hook(self):
         import tensorflow as tf
@@ -160,19 +162,20 @@ class _Timer:
         class Hook(tf.compat.v1.train.SessionRunHook):
             def after_run(self, run_context, run_values):
                 timer.done += timer.per_run
-                now = time.perf_counter()
+                now, cpu = time.perf_counter(), time.process_time()
                 if timer.t0 is None and timer.done >= timer.warmup:
-                    timer.t0, timer.at0 = now, timer.done
-                timer.t1 = now
+                    timer.t0, timer.at0, timer.cpu0 = now, timer.done, cpu
+                timer.t1, timer.cpu1 = now, cpu
         return Hook()
 
-    def rate(self, batch: int) -> float:
-        return (self.done - self.at0) * batch / (self.t1 - self.t0)
+    def result(self, batch: int) -> dict:
+        examples = (self.done - self.at0) * batch
+        return dict(rate=examples / (self.t1 - self.t0), cpu_ms=1000 * (self.cpu1 - self.cpu0) / examples)
 
 
 # --------------------------------------------------------------------------- workers
 
-def run_estimator(kind: str, model: str, variant: str, precision: str, warmup: int, steps: int) -> float:
+def run_estimator(kind: str, model: str, variant: str, precision: str, warmup: int, steps: int) -> dict:
     import tensorflow as tf
     model_dir = tempfile.mkdtemp(prefix="npurun-bench-models-")
     ipl = LOOP if variant.startswith("ipl=50") else 1
@@ -192,7 +195,7 @@ def run_estimator(kind: str, model: str, variant: str, precision: str, warmup: i
         est = tf.estimator.Estimator(make_model_fn(model, tf.estimator.EstimatorSpec), config=config)
     timer = _Timer(warmup, ipl)
     est.train(lambda: dataset(model), steps=warmup + steps, hooks=[timer.hook()])
-    return timer.rate(MODELS[model]["batch"])
+    return timer.result(MODELS[model]["batch"])
 
 
 def keras_model(model: str):
@@ -229,7 +232,7 @@ def keras_model(model: str):
     return keras.Model(inputs, outputs), keras.optimizers.Adam(1e-3)
 
 
-def run_keras(model: str, variant: str, precision: str, warmup: int, steps: int) -> float:
+def run_keras(model: str, variant: str, precision: str, warmup: int, steps: int) -> dict:
     import keras
     if precision == "bf16":
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
@@ -238,19 +241,21 @@ def run_keras(model: str, variant: str, precision: str, warmup: int, steps: int)
                 steps_per_execution=LOOP, jit_compile="jit" in variant)
     data = dataset(model)
     net.fit(data, steps_per_epoch=max(warmup, LOOP), epochs=1, verbose=0)  # tracing, compilation, warm-up
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     net.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
-    return steps * MODELS[model]["batch"] / (time.perf_counter() - start)
+    examples = steps * MODELS[model]["batch"]
+    return dict(rate=examples / (time.perf_counter() - start), cpu_ms=1000 * (time.process_time() - cpu) / examples)
 
 
 def worker(args) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     if args.kind == "keras":
-        rate = run_keras(args.model, args.variant, args.precision, args.warmup, args.steps)
+        result = run_keras(args.model, args.variant, args.precision, args.warmup, args.steps)
     else:
-        rate = run_estimator(args.kind, args.model, args.variant, args.precision, args.warmup, args.steps)
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print("RESULT " + json.dumps(dict(rate=rate, rss_mb=rss_mb)))
+        result = run_estimator(args.kind, args.model, args.variant, args.precision, args.warmup, args.steps)
+    result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["load"] = os.getloadavg()[0]
+    print("RESULT " + json.dumps(result))
     return 0
 
 
@@ -408,26 +413,42 @@ def render(results, errors, steps, warmup, repeats, loads, seconds, load_words=(
              f"load average (1 min) {load_words[0]} {loads[0]:.1f}, {load_words[1]} {loads[1]:.1f}; "
              f"{steps} timed steps after {warmup}, best of {repeats} interleaved round(s); "
              f"{seconds / 60:.1f} min", "",
-             "| model | precision | contender | examples/s | vs Keras fit (best) | vs classic Estimator | peak RSS (MB) |",
-             "|---|---|---|---|---|---|---|"]
+             "| model | precision | contender | examples/s | CPU ms / example | load (1 min) | vs Keras fit (best) "
+             "| vs classic Estimator | peak RSS (MB) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     best = {c: max(r["rate"] for r in runs) for c, runs in results.items() if runs}
+    # CPU time per example of each contender's best round (None for results saved without it).
+    cpu_of = {c: max(runs, key=lambda r: r["rate"]).get("cpu_ms") for c, runs in results.items() if runs}
+
+    def ratio(contender, other):
+        text = f"{best[contender] / best[other]:.2f}x"
+        if cpu_of.get(contender) and cpu_of.get(other):
+            text += f" (CPU {cpu_of[other] / cpu_of[contender]:.2f}x)"
+        return text
     for contender in results:
         model, precision, kind, variant = contender
-        keras = max([best[c] for c in best if c[:2] == (model, precision) and c[2] == "keras"], default=None)
-        classic = best.get((model, "fp32", "classic", "default"))
+        keras = max([c for c in best if c[:2] == (model, precision) and c[2] == "keras"], key=best.get, default=None)
+        classic = (model, "fp32", "classic", "default") if (model, "fp32", "classic", "default") in best else None
         name = {"npurun": "npurun NPUEstimator", "keras": "Keras 3 fit", "classic": "classic tf.estimator 2.15"}[kind]
         if contender not in best:
-            lines.append(f"| {model} | {precision} | {name} {variant} | n/a ({errors.get(contender, '')}) | | | |")
+            lines.append(f"| {model} | {precision} | {name} {variant} | n/a ({errors.get(contender, '')}) | | | | | |")
             continue
         rate = best[contender]
+        top = max(results[contender], key=lambda r: r["rate"])  # the best round's CPU time and load
+        cpu = f"{top['cpu_ms']:.2f}" if top.get("cpu_ms") is not None else "n/a"
+        load = f"{top['load']:.1f}" if top.get("load") is not None else "n/a"
         rss_values = [r["rss_mb"] for r in results[contender] if r.get("rss_mb") is not None]
         rss = f"{max(rss_values):.0f}" if rss_values else "n/a"
-        vs_keras = f"{rate / keras:.2f}x" if keras else "n/a"
-        vs_classic = f"{rate / classic:.2f}x" if classic else "n/a"
-        lines.append(f"| {model} | {precision} | {name} {variant} | {rate:.0f} | {vs_keras} | {vs_classic} | {rss} |")
+        vs_keras = ratio(contender, keras) if keras else "n/a"
+        vs_classic = ratio(contender, classic) if classic else "n/a"
+        lines.append(f"| {model} | {precision} | {name} {variant} | {rate:.0f} | {cpu} | {load} | {vs_keras} "
+                     f"| {vs_classic} | {rss} |")
     lines.append("")
     lines.append("vs classic Estimator: against its float32 run (it has no bf16 switch); vs Keras fit: against the "
-                 "faster of spe=50 with and without jit for the same model and precision.")
+                 "faster of spe=50 with and without jit for the same model and precision. CPU ms / example: the "
+                 "process's CPU time (all threads) over the timed steps per example, and the load at the end of "
+                 "that run, both of the round shown; under load CPU time is the steadier figure, and '(CPU 1.10x)' is the "
+                 "ratio of CPU time per example (the other's over this row's).")
     return "\n".join(lines)
 
 
