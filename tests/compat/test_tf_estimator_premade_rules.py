@@ -1,0 +1,23 @@
+"""tf.estimator 2.15's rules for the premade estimators, heads and their helpers, as npurun keeps them: found by
+running tensorflow/estimator's own tests of them against npurun (the harness is outside the repo; see
+docs/tf_estimator.md). Each test is written here, cheap and in-process."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from npurun.estimator import parsing
+
+v1 = tf.compat.v1
+
+
+def test_parse_spec_takes_tf2_only_columns_and_refuses_a_weight_that_is_a_feature():
+    # tf.estimator.classifier_parse_example_spec is TF 2's: a sequence column (no TF 1 form) is parsed
+    spec = parsing.classifier_parse_example_spec([tf.feature_column.sequence_numeric_column("a")], "b")
+    assert spec == {"a": tf.io.VarLenFeature(tf.float32), "b": tf.io.FixedLenFeature((1,), tf.int64)}
+    spec = parsing.regressor_parse_example_spec([tf.feature_column.sequence_numeric_column("a")], "b")
+    assert spec["b"] == tf.io.FixedLenFeature((1,), tf.float32)
+    with pytest.raises(ValueError, match="weight_column should not be used as feature"):
+        parsing.classifier_parse_example_spec([tf.feature_column.numeric_column("a")], "b",
+                                              weight_column=tf.feature_column.numeric_column("a"))
+    with pytest.raises(ValueError, match="weight_column should not be used as feature"):
+        parsing.regressor_parse_example_spec([tf.feature_column.numeric_column("a")], "b", weight_column="a")
