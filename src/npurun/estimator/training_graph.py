@@ -264,7 +264,9 @@ def _savers(built, inp: Input, fed: bool = False):
     # it as it is (make_saveable_from_iterator, deprecated, made the same "<resource>_STATE" entry).
     from tensorflow.python.training.saving import saveable_object_util
 
-    var_list = saveable_object_util.op_list_to_dict(_v1.global_variables())
+    # global variables and the graph's other saveables (mutable hash tables...), as a default Saver has them
+    var_list = saveable_object_util.op_list_to_dict(
+        _v1.global_variables() + _v1.get_collection(_v1.GraphKeys.SAVEABLE_OBJECTS))
     var_list[inp.iterator._iterator_resource.name] = inp.iterator
     with_input = _v1.train.Saver(var_list=var_list, sharded=False, max_to_keep=None, allow_empty=True)
     # What that entry serialises, run once before training (CheckpointWriter.begin) to decide
