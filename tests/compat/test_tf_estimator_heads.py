@@ -130,8 +130,7 @@ def test_tf_estimator_names_are_npurun_classes(active):
     assert issubclass(canned.DNNClassifier, tf.estimator.Estimator)
     with pytest.raises(active.AdapterAPIError, match="boosted-trees estimators are not provided"):
         tf.estimator.BoostedTreesRegressor(feature_columns=[], n_batches_per_layer=1)
-    with pytest.raises(active.AdapterAPIError, match="LinearSDCA is not provided"):
-        canned.LinearSDCA(example_id_column="id")
+    assert tf.estimator.experimental.LinearSDCA is canned.LinearSDCA  # test_tf_estimator_premade_rules.py trains it
 
 
 def test_premade_estimator_accepts_keras3_and_v1_optimizers(tmp_path):

@@ -129,7 +129,10 @@ class ModeGraph:
         default inside, because Saver.save/restore refuse to run outside a graph context."""
         with self.graph.as_default(), _v1.Session(target=master, graph=self.graph,
                                                   config=self.plan.config_proto) as sess:
-            yield sess
+            try:
+                yield sess
+            finally:
+                stop_queue_runners(sess)
 
     def run_options(self):
         """RunOptions for every run: the plan's per-run timeout, or None."""
@@ -219,4 +222,35 @@ def start(sess, graph_ops: Any, saver, model_dir: str, checkpoint_path: Optional
         scaffolds.initialize(sess, scaffold, bool(restored), full_init, local_init)
     else:
         sess.run(local_init if restored else full_init)
+    _start_queue_runners(sess)
     return restored
+
+
+_QUEUE_RUNNER_THREADS = {}  # id(session) -> (Coordinator, threads) of the queue runners start() started
+
+
+def _start_queue_runners(sess) -> None:
+    """Start the graph's queue runners (TF 1 input pipelines: `tf.compat.v1.train.shuffle_batch`, a
+    `QueueRunner` added to the QUEUE_RUNNERS collection), as MonitoredSession did once the variables are
+    ready; `stop_queue_runners` stops them when the session closes."""
+    runners = sess.graph.get_collection(_v1.GraphKeys.QUEUE_RUNNERS)
+    if not runners:
+        return
+    coordinator = _v1.train.Coordinator()
+    threads = []
+    for runner in runners:
+        threads.extend(runner.create_threads(sess, coord=coordinator, daemon=True, start=True))
+    _QUEUE_RUNNER_THREADS[id(sess)] = (coordinator, threads)
+
+
+def stop_queue_runners(sess) -> None:
+    """Stop (and join) the queue runners `start` started on this session, if any."""
+    started = _QUEUE_RUNNER_THREADS.pop(id(sess), None)
+    if started is None:
+        return
+    coordinator, threads = started
+    coordinator.request_stop()
+    try:
+        coordinator.join(threads, stop_grace_period_secs=10, ignore_live_threads=True)
+    except Exception as error:  # noqa: BLE001 - reported, not raised: the session's work is already done
+        logger.warning("An input queue runner ended with an error: %s", error)

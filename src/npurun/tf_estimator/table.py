@@ -49,10 +49,12 @@ TF_ESTIMATOR = {
     "export": Mapped(f"{_EST}.export", "ServingInputReceiver, TensorServingInputReceiver, ClassificationOutput, "
                                        "RegressionOutput, PredictOutput, ExportOutput, "
                                        "build_raw_serving_input_receiver_fn, build_parsing_serving_input_receiver_fn"),
-    "experimental": Mapped(f"{_EST}.experimental", "InMemoryEvaluatorHook, stop_if_higher_hook, stop_if_lower_hook, "
+    "experimental": Mapped("npurun.tf_estimator.experimental", "InMemoryEvaluatorHook, stop_if_higher_hook, "
+                                                               "stop_if_lower_hook, "
                                                    "stop_if_no_decrease_hook, stop_if_no_increase_hook, "
                                                    "make_early_stopping_hook, make_stop_at_checkpoint_step_hook, "
-                                                   "build_raw_supervised_input_receiver_fn, call_logit_fn"),
+                                                   "build_raw_supervised_input_receiver_fn, call_logit_fn, "
+                                                   "LinearSDCA (SDCA training of LinearClassifier/Regressor)"),
     "tpu": Mapped("npurun.tf1.contrib.tpu", "TPUEstimator, TPUEstimatorSpec, RunConfig, TPUConfig, "
                                                "InputPipelineConfig run with use_tpu=False, as tf.contrib.tpu's"),
     "inputs": Mapped("npurun.tf_estimator:inputs",

@@ -4,7 +4,8 @@ defaults (`optimizer='Ftrl'` at learning rate 0.2; `optimizer=None`: Ftrl at min
 `linear/linear_model/bias_weights`, slots `training/Ftrl/<variable>/accumulator|linear`), so a TF 2.15
 checkpoint restores. The model is TensorFlow 2.21's `tf.compat.v1.feature_column.linear_model` (all
 column kinds; `sparse_combiner` 'sum', 'mean' or 'sqrtn'). `partitioner` (tf.compat.v1.estimator's
-argument) partitions the weights. `tf.estimator.experimental.LinearSDCA` is not provided (AdapterAPIError)."""
+argument) partitions the weights. `optimizer=tf.estimator.experimental.LinearSDCA(...)` trains it by SDCA
+(canned/sdca.py)."""
 from __future__ import annotations
 
 import math
@@ -15,21 +16,12 @@ from ...estimator.spec import ModeKeys
 from ..head import RegressionHead
 from ..head.base import SUM_OVER_BATCH_SIZE
 from . import optimizers
-from ._common import (adapter_api_error, binary_or_multi_class_head, check_features, estimator_base,
+from .sdca import LinearSDCA, check_for_estimator, sdca_model_fn
+from ._common import (binary_or_multi_class_head, check_features, estimator_base,
                       feature_column_quiet, new_trainable_variables)
 
 _v1 = tf.compat.v1
 _LEARNING_RATE = 0.2
-
-
-class LinearSDCA:
-    """`tf.estimator.experimental.LinearSDCA`: not provided by npurun (raises AdapterAPIError when made)."""
-
-    def __init__(self, *args, **kwargs):
-        raise adapter_api_error()(
-            "tf.estimator.experimental.LinearSDCA is not provided by npurun yet (TensorFlow 2.21 still has the SDCA "
-            "kernels, but npurun has no SDCA model); use LinearClassifier/LinearRegressor with optimizer='Ftrl' (the "
-            "default) or another optimizer")
 
 
 def _default_optimizer(feature_columns):
@@ -69,8 +61,8 @@ def linear_model_fn_v2(features, labels, mode, head, feature_columns, optimizer,
     """tf.estimator 2.x's linear model_fn."""
     del config
     check_features(features)
-    if isinstance(optimizer, LinearSDCA):  # pragma: no cover - LinearSDCA cannot be made
-        raise adapter_api_error()("LinearSDCA is not provided by npurun")
+    if isinstance(optimizer, LinearSDCA):
+        return sdca_model_fn(features, labels, mode, head, feature_columns, optimizer, partitioner)
     logits, variables = linear_logits(features, head.logits_dimension, feature_columns, sparse_combiner, partitioner)
     if mode == ModeKeys.TRAIN:
         optimizer = optimizers.get_optimizer_instance_v2(optimizer or _default_optimizer(feature_columns),
@@ -105,6 +97,7 @@ class LinearClassifier(_Estimator):
     def __init__(self, feature_columns, model_dir=None, n_classes=2, weight_column=None, label_vocabulary=None,
                  optimizer="Ftrl", config=None, warm_start_from=None, loss_reduction=SUM_OVER_BATCH_SIZE,
                  sparse_combiner="sum", partitioner=None):
+        check_for_estimator(optimizer, feature_columns, sparse_combiner, n_classes=n_classes)
         head = binary_or_multi_class_head(n_classes, weight_column, label_vocabulary, loss_reduction)
         self._feature_columns = feature_columns
         super().__init__(model_fn=_model_fn(head, feature_columns, optimizer, sparse_combiner, partitioner),
@@ -117,6 +110,7 @@ class LinearRegressor(_Estimator):
     def __init__(self, feature_columns, model_dir=None, label_dimension=1, weight_column=None, optimizer="Ftrl",
                  config=None, warm_start_from=None, loss_reduction=SUM_OVER_BATCH_SIZE, sparse_combiner="sum",
                  partitioner=None):
+        check_for_estimator(optimizer, feature_columns, sparse_combiner, label_dimension=label_dimension)
         head = RegressionHead(label_dimension=label_dimension, weight_column=weight_column,
                               loss_reduction=loss_reduction)
         self._feature_columns = feature_columns
