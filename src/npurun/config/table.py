@@ -75,6 +75,8 @@ class Option:
       name: the keyword, as in the product document.
       default: the value when the keyword is not given.
       validate: checks a non-None value (None is accepted when `nullable`).
+      none_is_default: None means "not set" and gives the default, as the adapter's own code
+        does for this option (it writes the option only `if value is not None`).
       kind: effect / accepted-no-effect / not-supported on this machine.
       rule: what values are allowed, in words (docs and `npurun explain`).
       mechanism: what the option does here, naming the TensorFlow / XLA mechanism.
@@ -95,6 +97,7 @@ class Option:
     doc: str
     codec: Optional[Any] = None
     nullable: bool = True
+    none_is_default: bool = False
     gpu_only: bool = False
     pending: bool = False
     inherited: bool = False
@@ -104,6 +107,8 @@ class Option:
     def check(self, value: Any, owner: str = "NPURunConfig") -> Any:
         """The normalised value, or an error naming this option, the value and the rule."""
         if value is None:
+            if self.none_is_default:
+                return self.default
             if self.nullable:
                 return None
             raise OptionTypeError(self.name, value, self.rule, owner)
