@@ -45,7 +45,8 @@ FLAGS = tf.flags.FLAGS
 def main(_):
     real = sys.modules["tensorflow"]
     print("script_tf", tf is not real, "v1", v1 is real.compat.v1, "npurun_tf", plan.tf is real,
-          "slim", slim is tf_slim is slim_too, "utils", layer_utils is sys.modules["tf_slim.layers.utils"])
+          "slim", slim is slim_too and slim.arg_scope is tf_slim.arg_scope and slim.conv2d is tf_slim.conv2d,
+          "utils", layer_utils is sys.modules["tf_slim.layers.utils"])
     tf.set_random_seed(2)  # deterministic: from some initialisations 5 steps at 0.1 do not lower this loss
     x = tf.placeholder(tf.float32, [None, 3])
     print("graph_mode", not tf.executing_eagerly(), "tf1_shape", x.shape[1].value)

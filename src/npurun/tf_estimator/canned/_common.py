@@ -62,3 +62,12 @@ def feature_column_quiet():
             yield
     finally:
         logger.setLevel(level)
+
+
+def fraction_of_zero(variables):
+    """The fraction of the entries of `variables` that are zero (the linear models' summary)."""
+    with tf.name_scope("zero_fraction"):
+        sizes = [tf.size(v, out_type=tf.int64) for v in variables]
+        total = tf.add_n(sizes)
+        zeros = tf.add_n([tf.math.zero_fraction(v) * tf.cast(size, tf.float32) for v, size in zip(variables, sizes)])
+        return tf.math.divide_no_nan(zeros, tf.cast(total, tf.float32))

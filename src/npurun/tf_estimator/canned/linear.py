@@ -18,7 +18,7 @@ from ..head.base import SUM_OVER_BATCH_SIZE
 from . import optimizers
 from .sdca import LinearSDCA, check_for_estimator, sdca_model_fn
 from ._common import (binary_or_multi_class_head, check_features, estimator_base,
-                      feature_column_quiet, new_trainable_variables)
+                      feature_column_quiet, fraction_of_zero, new_trainable_variables)
 
 _v1 = tf.compat.v1
 _LEARNING_RATE = 0.2
@@ -27,14 +27,6 @@ _LEARNING_RATE = 0.2
 def _default_optimizer(feature_columns):
     learning_rate = min(_LEARNING_RATE, 1. / math.sqrt(len(feature_columns)))
     return optimizers.get_optimizer_instance_v2("Ftrl", learning_rate=learning_rate)
-
-
-def _compute_fraction_of_zero(variables):
-    with tf.name_scope("zero_fraction"):
-        sizes = [tf.size(v, out_type=tf.int64) for v in variables]
-        total = tf.add_n(sizes)
-        zeros = tf.add_n([tf.math.zero_fraction(v) * tf.cast(size, tf.float32) for v, size in zip(variables, sizes)])
-        return tf.math.divide_no_nan(zeros, tf.cast(total, tf.float32))
 
 
 def linear_logits(features, units, feature_columns, sparse_combiner="sum", partitioner=None):
@@ -52,7 +44,7 @@ def linear_logits(features, units, feature_columns, sparse_combiner="sum", parti
     elif bias:
         _v1.summary.scalar("bias", (bias[0] if len(bias) == 1 else tf.concat(bias, 0))[0])
     if weights:
-        _v1.summary.scalar("fraction_of_zero_weights", _compute_fraction_of_zero(weights))
+        _v1.summary.scalar("fraction_of_zero_weights", fraction_of_zero(weights))
     return logits, variables
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from ...estimator.spec import ModeKeys
-from ._common import check_features, feature_column_quiet, new_trainable_variables
+from ._common import check_features, feature_column_quiet, fraction_of_zero, new_trainable_variables
 
 _v1 = tf.compat.v1
 _STATE_SIZE = 4  # per example: dual, primal loss, dual loss, example weight
@@ -255,7 +255,6 @@ def _train_op(sdca, head, feature_columns, cols_to_vars, features, labels, logit
 
 def sdca_model_fn(features, labels, mode, head, feature_columns, sdca, partitioner=None):
     """The model_fn of a LinearClassifier/LinearRegressor/LinearEstimator whose optimizer is a LinearSDCA."""
-    from .linear import _compute_fraction_of_zero
 
     check_features(features)
     _loss_type(head)
@@ -270,7 +269,7 @@ def sdca_model_fn(features, labels, mode, head, feature_columns, sdca, partition
     weights = [v for column, parts in cols_to_vars.items() if column != "bias" for v in _parts(parts)]
     _v1.summary.scalar("bias", _whole(bias)[0])
     if weights:
-        _v1.summary.scalar("fraction_of_zero_weights", _compute_fraction_of_zero(weights))
+        _v1.summary.scalar("fraction_of_zero_weights", fraction_of_zero(weights))
     if mode != ModeKeys.TRAIN:
         return head.create_estimator_spec(features=features, mode=mode, labels=labels, logits=logits)
     train_op = _train_op(sdca, head, feature_columns, cols_to_vars, features, labels, logits)
