@@ -55,3 +55,13 @@ def tf215_python():
         return tf215_env.ensure()
     except RuntimeError as error:
         pytest.fail(f"TensorFlow 2.15 reference environment unavailable: {error}")
+
+
+@pytest.fixture(autouse=True)
+def _npu_device_environment_restored():
+    """npu_device's runtime writes TF_XLA_FLAGS / XLA_FLAGS & co. into os.environ for the rest of a script's
+    process; a test that applies it in this process must not hand them to later tests' child processes."""
+    yield
+    runtime = sys.modules.get("npurun.adapter.npu_device.runtime")
+    if runtime is not None:
+        runtime.reset_environment()
