@@ -114,3 +114,66 @@ def test_importing_npurun_does_not_make_tensorflow_read_its_flags():
                           timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "UNPARSED", done.stderr[-3000:]
+
+
+class _HandledError(Exception):
+    message = ("Graph execution error:\n\nDetected at node 'SerializeIterator_1' defined at ...\n"
+               "PyFunc is stateful.\n\t [[{{node SerializeIterator_1}}]]")
+
+
+def test_native_lines_of_an_error_npurun_handles_are_dropped_and_other_lines_kept(capfd, monkeypatch):
+    from npurun import logs
+
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "1")
+    monkeypatch.setattr(sys, "stderr", sys.__stderr__)  # file descriptor 2, as in a script (capfd reads it)
+    lines = (b"W0000 00:00:1796244931.803930   32686 op_kernel.cc:1858] OP_REQUIRES failed at iterator_ops.cc:1120"
+             b" : FAILED_PRECONDITION: PyFunc is stateful.\n"
+             b"\t [[{{node SerializeIterator_1}}]]\n"
+             b"W0000 00:00:1796244931.804011   32686 other.cc:1] something else went wrong\n")
+    with pytest.raises(_HandledError):
+        with logs.native_lines_of_handled_error():
+            os.write(2, lines)
+            raise _HandledError()
+    err = capfd.readouterr().err
+    assert "PyFunc is stateful" not in err and "SerializeIterator_1" not in err
+    assert "something else went wrong" in err
+    # no error: every line the block printed is kept
+    with logs.native_lines_of_handled_error():
+        os.write(2, lines)
+    assert capfd.readouterr().err.count("PyFunc is stateful") == 1
+
+
+UNSAVEABLE_INPUT = textwrap.dedent("""\
+    import sys
+    import numpy as np
+    import tensorflow as tf
+    from npurun import EstimatorSpec, NPUEstimator, NPURunConfig
+    v1 = tf.compat.v1
+
+    def input_fn():
+        # a Python step in the pipeline: its position cannot be checkpointed
+        ds = tf.data.Dataset.range(64).map(lambda i: tf.numpy_function(lambda x: np.float32(x) / 64, [i], tf.float32))
+        return ds.map(lambda x: (tf.reshape(x, [1]), tf.reshape(x, [1]))).batch(4).repeat()
+
+    def model_fn(features, labels, mode):
+        w = v1.get_variable("w", [1, 1])
+        loss = tf.reduce_mean(tf.square(tf.matmul(features, w) - labels))
+        train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=v1.train.get_global_step())
+        return EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    NPUEstimator(model_fn, config=NPURunConfig(model_dir=sys.argv[1], save_checkpoints_steps=2)).train(input_fn, max_steps=4)
+    """)
+
+
+@pytest.mark.slow
+def test_an_input_whose_position_cannot_be_saved_gives_npurun_s_line_only(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(UNSAVEABLE_INPUT)
+    env = {k: v for k, v in os.environ.items() if k not in ("NPURUN_VERBOSE", "TF_CPP_MIN_LOG_LEVEL")}
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "model")], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Checkpoints will not hold the input pipeline's position (it cannot be saved: PyFunc is stateful.)" \
+        in done.stderr
+    # TensorFlow's own lines about the same failed probe are not shown (the warning above says it)
+    assert "OP_REQUIRES failed" not in done.stderr and "SerializeIterator" not in done.stderr, done.stderr

@@ -157,11 +157,57 @@ class _native_stderr_filtered:
         self.capture.seek(0)
         text = self.capture.read().decode("utf-8", "replace")
         self.capture.close()
-        kept = [line for line in text.splitlines(keepends=True) if keep_native_line(line, self.min_level)]
+        kept = self._kept(text)
         if kept:
             sys.stderr.write("".join(kept))
             sys.stderr.flush()
         return False
+
+    def _kept(self, text: str) -> list:
+        return [line for line in text.splitlines(keepends=True) if keep_native_line(line, self.min_level)]
+
+
+def _reason_line(message: str):
+    """The line of a TensorFlow error message that says why (TensorFlow 2's graph errors put it last,
+    above the `[[{{node NAME}}]]` line, after "Graph execution error:" and a traceback)."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith("[[{{node ")]
+    return lines[-1] if lines else None
+
+
+class native_lines_of_handled_error(_native_stderr_filtered):
+    """Around a run whose TensorFlow error the caller catches and reports itself (one npurun line):
+    TensorFlow's native lines about that same error (`OP_REQUIRES failed ...: <message>`, the
+    rendezvous abort with it, the `[[{{node NAME}}]]` line after them) are dropped; every other line
+    the block printed is replayed as usual. Without an error, or with detail asked for, all is kept."""
+
+    def __init__(self):
+        super().__init__(native_min_level())
+
+    def __enter__(self):
+        if self.min_level <= 0:
+            self.fd = None
+            return self
+        return super().__enter__()
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.fd is None:
+            return False
+        self.handled = _reason_line(getattr(exc, "message", None) or "")
+        return super().__exit__(exc_type, exc, tb)
+
+    def _kept(self, text: str) -> list:
+        kept, dropping = [], False
+        for line in text.splitlines(keepends=True):
+            if self.handled and _NATIVE_LINE.match(line) and self.handled in line:
+                dropping = True  # this line, and the node line TensorFlow prints under it
+                continue
+            if dropping and line.strip().startswith("[[{{node "):
+                continue
+            dropping = False
+            if keep_native_line(line, self.min_level):
+                kept.append(line)
+        return kept
 
 
 # --- the "npurun" logger ---------------------------------------------------------------------

@@ -45,7 +45,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from .. import safe_files
+from .. import logs, safe_files
 from .checkpoint_files import (PREFIX, STATE_FILE, candidates, checkpoint_step, data_files,  # noqa: F401
                                first_line, has_files, is_readable, mtime, pinned, read_state, remove_quietly,
                                relists, remove_stale_pins, warn_incomplete, why_unreadable, write_state_file)
@@ -272,7 +272,8 @@ class CheckpointWriter:
         """Before training: decide once whether checkpoints can hold the input position."""
         if sess is not None and self._input_state is not None and len(self._savers) > 1:
             try:
-                sess.run(self._input_state.op)
+                with logs.native_lines_of_handled_error():  # the one warning below says it
+                    sess.run(self._input_state.op)
             except tf.errors.OpError as err:
                 logger.warning("Checkpoints will not hold the input pipeline's position (it cannot be saved: %s); "
                                "a restart re-reads the input from its start", first_line(err))

@@ -20,7 +20,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from .. import safe_files
+from .. import logs, safe_files
 from . import checkpoints
 
 logger = logging.getLogger("npurun")
@@ -51,7 +51,8 @@ class RankInput:
     def save(self, session, step: int) -> Optional[str]:
         """This rank's position at `step`; None when it cannot be serialised."""
         try:
-            session.run(self._probe.op)  # the op: its variant result has no numpy form
+            with logs.native_lines_of_handled_error():  # not saveable: the chief's warning said so
+                session.run(self._probe.op)  # the op: its variant result has no numpy form
         except tf.errors.OpError:
             return None
         safe_files.make_dir(self.directory, "rank input-position folder")  # never a link: Saver writes there
