@@ -176,16 +176,24 @@ def warm_start(source) -> None:
 
 
 def init_op(graph):
-    """One op initialising global and local variables and tables."""
+    """One op initialising global and local variables, tables and the resources registered with
+    `resources.register_resource` (shared and local), as tf.train.Scaffold's defaults together do."""
+    from tensorflow.python.ops import resources
+
     with graph.as_default():
         return tf.group(_v1.global_variables_initializer(), _v1.local_variables_initializer(),
-                        _v1.tables_initializer(), name="npurun_init")
+                        _v1.tables_initializer(), resources.initialize_resources(resources.shared_resources()),
+                        resources.initialize_resources(resources.local_resources()), name="npurun_init")
 
 
 def local_init_op(graph):
-    """Local variables (e.g. metric accumulators) and tables, for sessions that restore globals."""
+    """Local variables (e.g. metric accumulators), tables and local resources, for sessions that restore
+    globals (shared resources are saved with them, as in tf.train.Scaffold)."""
+    from tensorflow.python.ops import resources
+
     with graph.as_default():
-        return tf.group(_v1.local_variables_initializer(), _v1.tables_initializer(), name="npurun_local_init")
+        return tf.group(_v1.local_variables_initializer(), _v1.tables_initializer(),
+                        resources.initialize_resources(resources.local_resources()), name="npurun_local_init")
 
 
 def start(sess, graph_ops: Any, saver, model_dir: str, checkpoint_path: Optional[str] = None,
