@@ -199,7 +199,29 @@ def check_tailing_optimization(graph, config_value: bool) -> None:
 
 
 
-class NPUDistributedOptimizer(_v1.train.Optimizer):
+class DelegatingOptimizer(_v1.train.Optimizer):
+    """A tf.compat.v1 optimizer that changes the gradients of a wrapped one (`compute_gradients`, which
+    subclasses define) and leaves the rest to it: applying them, its slots and its variables, so a
+    checkpoint holds the wrapped optimizer's slots under their usual names."""
+
+    def __init__(self, optimizer, name):
+        super().__init__(use_locking=False, name=name)
+        self._optimizer = optimizer
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        return self._optimizer.apply_gradients(grads_and_vars, global_step=global_step, name=name)
+
+    def get_slot(self, *args, **kwargs):
+        return self._optimizer.get_slot(*args, **kwargs)
+
+    def get_slot_names(self, *args, **kwargs):
+        return self._optimizer.get_slot_names(*args, **kwargs)
+
+    def variables(self, *args, **kwargs):
+        return self._optimizer.variables(*args, **kwargs)
+
+
+class NPUDistributedOptimizer(DelegatingOptimizer):
     """Wraps a tf.compat.v1 optimizer: gradients are averaged over the ranks before they are applied.
 
     `NPUDistributedOptimizer(optimizer, is_weight_update_sharding=False, name=None)`, as in the
@@ -214,26 +236,13 @@ class NPUDistributedOptimizer(_v1.train.Optimizer):
             warnings.warn("NPUDistributedOptimizer: is_weight_update_sharding=True has no effect here: every rank "
                           "applies every averaged gradient (the same result as sharding the update)", UserWarning,
                           stacklevel=2)
-        super().__init__(use_locking=False, name=name or f"Distributed{type(optimizer).__name__}")
-        self._optimizer = optimizer
+        super().__init__(optimizer, name or f"Distributed{type(optimizer).__name__}")
         self._is_weight_update_sharding = bool(is_weight_update_sharding)
 
     def compute_gradients(self, *args, **kwargs):
         """The wrapped optimizer's gradients, averaged over the ranks (see the module rules)."""
         grads_and_vars = self._optimizer.compute_gradients(*args, **kwargs)
         return average_gradients(grads_and_vars)[0]
-
-    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
-        return self._optimizer.apply_gradients(grads_and_vars, global_step=global_step, name=name)
-
-    def get_slot(self, *args, **kwargs):
-        return self._optimizer.get_slot(*args, **kwargs)
-
-    def get_slot_names(self, *args, **kwargs):
-        return self._optimizer.get_slot_names(*args, **kwargs)
-
-    def variables(self, *args, **kwargs):
-        return self._optimizer.variables(*args, **kwargs)
 
 
 def npu_distributed_optimizer_wrapper(optimizer):

@@ -12,30 +12,18 @@ from __future__ import annotations
 def _make_clipping_optimizer():
     import tensorflow as tf
 
-    v1 = tf.compat.v1
+    from ...distribute.optimizer import DelegatingOptimizer
 
-    class _ClipGradientsByNorm(v1.train.Optimizer):
+    class _ClipGradientsByNorm(DelegatingOptimizer):
         def __init__(self, optimizer, clip_norm, name=None):
-            super().__init__(use_locking=False, name=name or f"ClipByNorm{optimizer.get_name()}")
-            self._optimizer, self._clip_norm = optimizer, clip_norm
+            super().__init__(optimizer, name or f"ClipByNorm{optimizer.get_name()}")
+            self._clip_norm = clip_norm
 
         def compute_gradients(self, *args, **kwargs):
             grads_and_vars = self._optimizer.compute_gradients(*args, **kwargs)
             gradients, variables = zip(*grads_and_vars) if grads_and_vars else ((), ())
             clipped, _ = tf.clip_by_global_norm(list(gradients), self._clip_norm)
             return list(zip(clipped, variables))
-
-        def apply_gradients(self, grads_and_vars, global_step=None, name=None):
-            return self._optimizer.apply_gradients(grads_and_vars, global_step=global_step, name=name)
-
-        def get_slot(self, *args, **kwargs):
-            return self._optimizer.get_slot(*args, **kwargs)
-
-        def get_slot_names(self, *args, **kwargs):
-            return self._optimizer.get_slot_names(*args, **kwargs)
-
-        def variables(self):
-            return self._optimizer.variables()
 
     return _ClipGradientsByNorm
 
