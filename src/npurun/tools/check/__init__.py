@@ -37,7 +37,17 @@ from dataclasses import asdict
 
 from ..script_guard import ScriptRefused, parse_within_limits, read_script
 from .report import Finding, render_json, render_text  # noqa: F401 - the report, also reached from here
+from .reach import UNREACHED, conditional, reachable, unreached
 from .scanner import ModuleScanner
+
+
+def _holds_distributions(folder: str) -> bool:
+    """A folder of installed packages (`pip install --target DIR`: it holds `*.dist-info` records), not the
+    script's own folder put on PYTHONPATH: its modules are installed packages, not scanned as the script's."""
+    try:
+        return any(name.endswith((".dist-info", ".egg-info")) for name in os.listdir(folder))
+    except OSError:
+        return False
 
 
 class _Project:
@@ -82,7 +92,8 @@ class _Project:
         for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
             entry = os.path.abspath(entry) if entry else ""
             if (entry and entry != own and os.sep + "site-packages" not in entry and os.sep + "dist-packages"
-                    not in entry and (os.path.isdir(os.path.join(entry, top)) or os.path.isfile(os.path.join(entry, top + ".py")))):
+                    not in entry and not _holds_distributions(entry)
+                    and (os.path.isdir(os.path.join(entry, top)) or os.path.isfile(os.path.join(entry, top + ".py")))):
                 found.append(entry)  # the script's own folders put on the path; installed packages stay installed
         return found
 
@@ -110,9 +121,13 @@ class _Project:
         self.scan(self.script, source)
         found = []
         changed = any(scanner.changes_sys_path for scanner in self.scanners.values())
+        reached = reachable(self.scanners, self.script)
         for path, scanner in self.scanners.items():
             relative = "" if path == self.script else os.path.relpath(path, self.root)
-            for f in scanner.findings:
+            for f, context in zip(scanner.findings, scanner.finding_contexts):
+                if f.error and context is not None:  # in a function: does the run reach it?
+                    state = reached.get((path, context), UNREACHED)
+                    f = unreached(f, context) if state is UNREACHED else f if state is None else conditional(f, state)
                 if changed and f.section == "imports":  # found through the script's own sys.path entries?
                     f = Finding(**{**asdict(f), "status": "not found here", "error": False, "detail":
                                    "not next to the script nor installed; the scripts add to sys.path, so it may "

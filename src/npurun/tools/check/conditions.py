@@ -138,3 +138,32 @@ def flag_condition(test, flags):
     defaults = ", ".join(f"--{name}" + ("" if flags[name] is _UNKNOWN else f" default {flags[name]!r}")
                          for name in names)
     return f"`{source}` ({defaults})", (None if value is _UNKNOWN else bool(value))
+
+
+def _is_string(node) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and bool(node.elts) and all(map(_is_string, node.elts))
+
+
+def dispatch_condition(test):
+    """For an `if` test that picks code by a configuration value rather than a flag (`opts['z_test'] ==
+    'cramer'`, `params['use_bfloat16']`, `self.dataset_name == 'celebA'`, `cfg.get('loss')`): its text, else
+    None. Which branch runs is decided by a config dict or a string the script computes, which check does
+    not evaluate; `__name__ == '__main__'` is not such a test (it is true for the script)."""
+    for node in ast.walk(test):
+        if (isinstance(node, ast.Name) and node.id == "__name__") or (
+                isinstance(node, ast.Attribute) and node.attr in ("__name__", "environ", "argv", "platform")):
+            return None
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and any(map(_is_string, (node.left, *node.comparators))):
+            break
+        if isinstance(node, ast.Subscript) and _is_string(node.slice):
+            break
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                and node.args and _is_string(node.args[0])):
+            break
+    else:
+        return None
+    source = ast.unparse(test)
+    return f"`{source[:77] + '...' if len(source) > 80 else source}`"

@@ -12,9 +12,10 @@ from dataclasses import replace
 
 from ...adapter import tables as aliases
 from . import tensorflow as check_tensorflow
-from .conditions import flag_condition, flag_defaults
+from .conditions import dispatch_condition, flag_condition, flag_defaults
 from .installed import missing_attribute
 from .module_names import _module_level_names
+from .reach import dispatched
 from .options import global_options_finding, parameter_map_finding, run_config_findings
 from .report import Finding
 
@@ -95,6 +96,18 @@ class ModuleScanner(ast.NodeVisitor):
         self._fallback = 0  # depth of `except` handlers whose `try` body raises nothing check knows of
         self._conditions: list = []  # (flag test, taken with the flags' defaults: True/False/None) of enclosing ifs
         self._own_flags: dict = {}  # flags defined here, when there is no project to share them with
+        # For `reach.py` (which functions the run can reach): the function or method being visited (its dotted
+        # name: `train`, `Model.build`, `model_fn.host_call_fn`; None at module level or in a class body), the
+        # functions this module defines, the names it reads with the condition each read is under, and the
+        # function each finding is in.
+        self.context = None
+        self.defines: dict = {}  # context -> (name, kind "function" / "method" / "class", class name, registered)
+        self.references: list = []  # (name read, context, condition or None, names the value is stored in)
+        self.finding_contexts: list = []  # aligned with self.findings
+        self._dispatch: list = []  # texts of enclosing `if` tests on a config dict or a string (not flags)
+        self._stored_in = None  # the plain names the value being visited is assigned to
+        self._dict_value = 0  # depth of dict literal values being visited (`{'gru': make_gru}` dispatch)
+        self._class_stack: list = []  # (class context, the context the class is defined in) being visited
 
     def exported(self) -> dict:
         """What `from this_module import *` gives (as far as check follows names): local name -> qualified
@@ -131,6 +144,9 @@ class ModuleScanner(ast.NodeVisitor):
     def add(self, finding: Finding, once_key=None):
         key = once_key or (finding.section, finding.name, finding.line, finding.detail)
         guard = self._guard()
+        if (finding.error and guard is None and self._dispatch and finding.section not in ("option", "parameter_map")
+                and not any(taken is False for _, taken in self._conditions)):
+            finding = dispatched(finding, self._dispatch[-1])
         if finding.error and guard is not None and finding.section not in ("option", "parameter_map"):
             finding = replace(finding, status=f"{finding.status}, {guard[0]}", detail=f"{finding.detail}; {guard[1]}",
                               error=False)
@@ -150,9 +166,11 @@ class ModuleScanner(ast.NodeVisitor):
             index = self._seen[key]
             if finding.error and not self.findings[index].error and guard is None:
                 self.findings[index] = finding  # also used where nothing guards it: that use raises
+                self.finding_contexts[index] = self.context
             return
         self._seen[key] = len(self.findings)
         self.findings.append(finding)
+        self.finding_contexts.append(self.context)
 
     # ---- code that runs only in a branch TensorFlow 1 scripts do not take here -------------------------
     def _guard(self):
@@ -172,19 +190,62 @@ class ModuleScanner(ast.NodeVisitor):
         self.visit(node.test)
         tpu = _mentions_tpu(node.test)
         condition = None if tpu else flag_condition(node.test, self._flags())
+        dispatch = None if tpu or condition is not None else dispatch_condition(node.test)
         self._tpu_only += tpu
         if condition is not None:
             self._conditions.append(condition)
+        if dispatch is not None:
+            self._dispatch.append(dispatch)
         for statement in node.body:
             self.visit(statement)
         self._tpu_only -= tpu
         if condition is not None:
             text, taken = self._conditions.pop()
             self._conditions.append((f"not {text}", None if taken is None else not taken))
+        if dispatch is not None:
+            self._dispatch[-1] = f"not {dispatch}"
         for statement in node.orelse:
             self.visit(statement)
         if condition is not None:
             self._conditions.pop()
+        if dispatch is not None:
+            self._dispatch.pop()
+
+    # ---- what the run can reach (see reach.py): definitions, and the names read with their conditions ----
+    def _reference_condition(self):
+        """Why a name read here may not be read when the script runs (a TPU / fallback branch, a flag branch
+        the defaults do not take, a config-dict or string test, a dict of choices), or None."""
+        guard = self._guard()
+        if guard is not None:
+            return guard[0]
+        not_taken = next((text for text, taken in self._conditions if taken is False), None)
+        if not_taken is not None:
+            return not_taken
+        if self._dispatch:
+            return self._dispatch[-1]
+        if self._dict_value:
+            return "its key is chosen from a dict of choices"
+        return None
+
+    def _reference(self, name):
+        self.references.append((name, self.context, self._reference_condition(), self._stored_in))
+
+    def _define(self, node, kind):
+        registered = any(not (isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod", "property"))
+                         for d in getattr(node, "decorator_list", ()))
+        outer = self.context
+        if kind == "class":
+            context = node.name if outer is None else f"{outer}.{node.name}"
+            self.defines[context] = (node.name, "class", None, registered)
+            return context
+        owner = self._class_stack[-1] if self._class_stack and outer == self._class_stack[-1][1] else None
+        if owner is not None:
+            context = f"{owner[0]}.{node.name}"
+            self.defines[context] = (node.name, "method", owner[0], registered)
+        else:
+            context = node.name if outer is None else f"{outer}.{node.name}"
+            self.defines[context] = (node.name, "function", None, registered)
+        return context
 
     def visit_IfExp(self, node):
         self.visit(node.test)
@@ -343,6 +404,7 @@ class ModuleScanner(ast.NodeVisitor):
     # ---- uses --------------------------------------------------------------------------------------
     def visit_Name(self, node):
         if isinstance(node.ctx, ast.Load):
+            self._reference(node.id)
             self._loaded.setdefault(node.id, node.lineno)
             self._use(node, self.qualified(node))
         else:
@@ -351,7 +413,24 @@ class ModuleScanner(ast.NodeVisitor):
     # ---- names a module binds (for names a star import was expected to provide) ----------------------
     def _bind(self, node):
         self._bound.add(node.name)
-        self.generic_visit(node)
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        for part in ("args", "returns", "bases", "keywords"):
+            value = getattr(node, part, None)
+            for child in (value if isinstance(value, list) else [value] if value is not None else []):
+                self.visit(child)
+        context = self._define(node, "class" if isinstance(node, ast.ClassDef) else "function")
+        saved = self.context
+        if isinstance(node, ast.ClassDef):
+            # A class body runs where the class is defined; its methods are contexts of their own.
+            self._class_stack.append((context, saved))
+        else:
+            self.context = context
+        for statement in node.body:
+            self.visit(statement)
+        self.context = saved
+        if isinstance(node, ast.ClassDef):
+            self._class_stack.pop()
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _bind
 
@@ -396,6 +475,8 @@ class ModuleScanner(ast.NodeVisitor):
                          once_key=("adapter", name))
 
     def visit_Attribute(self, node):
+        if isinstance(node.ctx, ast.Load):
+            self._reference(node.attr)
         qualified = self.qualified(node)
         if qualified is not None and self._use(node, qualified):
             return  # the whole dotted name is reported; do not report its parts
@@ -491,9 +572,34 @@ class ModuleScanner(ast.NodeVisitor):
             self.changes_sys_path = True
         for finding in run_config_findings(node, self.qualified(node.func), self._script_dir()):
             self.add(finding)
+        saved, self._stored_in = self._stored_in, None  # what a call reads runs, wherever its result is stored
         self.generic_visit(node)
+        self._stored_in = saved
+
+    def visit_Constant(self, node):
+        # `getattr(module, 'make_model')`, `{'model': 'make_model'}`: a function picked by its name as a string
+        if isinstance(node.value, str) and node.value.isidentifier():
+            self.references.append((node.value, self.context, "it is looked up by its name as a string",
+                                    self._stored_in))
+
+    def visit_Dict(self, node):
+        for key in node.keys:
+            if key is not None:
+                self.visit(key)
+        self._dict_value += 1
+        for value in node.values:
+            self.visit(value)
+        self._dict_value -= 1
 
     def visit_Assign(self, node):
+        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        if len(names) == len(node.targets):  # `host_call = (host_call_fn, [...])`: read only if `host_call` is
+            saved, self._stored_in = self._stored_in, tuple(names)
+            self.visit(node.value)
+            self._stored_in = saved
+            for target in node.targets:
+                self.visit(target)
+            return
         for target in node.targets:
             finding = parameter_map_finding(target, node.value, node.lineno, self._script_dir())
             if finding is None:
