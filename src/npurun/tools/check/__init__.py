@@ -50,6 +50,19 @@ def _holds_distributions(folder: str) -> bool:
         return False
 
 
+def _tensorflow2_script(path: str) -> bool:
+    """Whether `npurun run` keeps TensorFlow 2's API for the script (it or a local module imports npu_device)."""
+    from ..run import TF_API_ENV, _imports_npu_device
+
+    forced = os.environ.get(TF_API_ENV, "").strip()
+    if forced in ("1", "2"):
+        return forced == "2"
+    try:
+        return os.path.isfile(path) and _imports_npu_device(path, set())
+    except (SyntaxError, UnicodeDecodeError, OSError, ValueError):
+        return False
+
+
 class _Project:
     """The script and the local modules reached from it: resolved next to the script, scanned once each."""
 
@@ -118,6 +131,7 @@ class _Project:
 
     def findings(self, script_path: str, source: str) -> list:
         self.script = os.path.abspath(script_path)
+        self.tf2 = _tensorflow2_script(self.script)
         self.scan(self.script, source)
         found = []
         changed = any(scanner.changes_sys_path for scanner in self.scanners.values())
@@ -125,9 +139,12 @@ class _Project:
         for path, scanner in self.scanners.items():
             relative = "" if path == self.script else os.path.relpath(path, self.root)
             for f, context in zip(scanner.findings, scanner.finding_contexts):
-                if f.error and context is not None:  # in a function: does the run reach it?
+                if f.error:  # does the run reach the function (or the module, for top-level code) it is in?
                     state = reached.get((path, context), UNREACHED)
-                    f = unreached(f, context) if state is UNREACHED else f if state is None else conditional(f, state)
+                    if state is UNREACHED and context is None:
+                        state = None  # a module scanned through an import check does not follow: counted
+                    f = (f if state is None else unreached(f, context) if state is UNREACHED
+                         else conditional(f, state, context))
                 if changed and f.section == "imports":  # found through the script's own sys.path entries?
                     f = Finding(**{**asdict(f), "status": "not found here", "error": False, "detail":
                                    "not next to the script nor installed; the scripts add to sys.path, so it may "

@@ -78,10 +78,17 @@ def _flag_name(node, flags):
     return None
 
 
+_STRING_METHODS = {"lower": str.lower, "upper": str.upper, "strip": str.strip}
+
+
 def _evaluate(node, flags):
     name = _flag_name(node, flags)
     if name is not None:
         return flags[name]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STRING_METHODS
+            and not node.args and not node.keywords):  # `FLAGS.platform.lower() == 'modelarts'`
+        value = _evaluate(node.func.value, flags)
+        return _STRING_METHODS[node.func.attr](value) if isinstance(value, str) else _UNKNOWN
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):

@@ -1,7 +1,8 @@
 """Which functions of a script and its local modules the run can reach, for `npurun check`.
 
-A use that raises only matters if its line runs. Module-level code runs (the script's, and each local
-module's when imported); a function or method runs if code that runs calls it, or hands it on by name.
+A use that raises only matters if its line runs. Module-level code runs (the script's, and a local
+module's where it is imported: `if FLAGS.platform == 'modelarts': from help_modelarts import ...` runs
+help_modelarts.py only on ModelArts); a function or method runs if code that runs calls it, or hands it on by name.
 Each name a module reads is recorded by the scanner with the condition it is read under (a flag branch the
 defaults do not take, an `if` on a config dict or a string: `opts['z_test'] == 'cramer'`, a TPU branch, a
 dict of choices, a lookup by its name as a string), so a function reached only that way is "only if" that
@@ -11,8 +12,9 @@ algorithm's script; EfficientNet's `TpuBatchNormalization`, named only in a comm
 Names are matched by their last part (`layers.entropy_from_logits`, `self.make_source_dataset`): a call
 through an object check cannot type reaches every function or method of that name. A method nothing in the
 project names by attribute (`call`, `before_run`, `__init__`) is called by a framework: it runs when its class
-is used. A decorated function may be registered by its decorator (`@tf.RegisterGradient`): it counts as
-used where it is defined. A script whose module-level code calls none of its own functions (a fragment)
+is used, and a method reached by name runs only if its class is used too. A decorated function may be
+registered by its decorator: it counts as used where it is defined, and one registered with
+`@ops.RegisterGradient("Op")` only if a graph has that op (vendored `npu_ops.py`'s gradients of NPU ops). A script whose module-level code calls none of its own functions (a fragment)
 has all its functions counted as run.
 """
 from __future__ import annotations
@@ -42,6 +44,8 @@ def reachable(scanners: dict, script: str) -> dict:
     """(module path, context) -> None (runs unconditionally), a condition's text (runs only under it), for
     every function or method the run can reach; contexts not in the result are not reached."""
     by_name: dict = {}  # last name part -> [(path, context)]
+    owners = {(path, context): owner for path, scanner in scanners.items()
+              for context, (_name, kind, owner, _registered) in scanner.defines.items() if kind == "method"}
     named = set()  # every name read anywhere (to tell framework-called methods)
     for path, scanner in scanners.items():
         for context, (name, _kind, _owner, _registered) in scanner.defines.items():
@@ -63,9 +67,15 @@ def reachable(scanners: dict, script: str) -> dict:
             if kind == "method":
                 if name not in named or (name.startswith("__") and name.endswith("__")):
                     edges.append((path, owner, path, context, None))  # called by a framework when the class is used
-            elif registered:
-                edges.append((path, parent if parent in scanner.defines else None, path, context, None))
-    state = {(path, None): None for path in scanners}
+            elif registered:  # a gradient function runs only when its op is in a graph being differentiated
+                edges.append((path, parent if parent in scanner.defines else None, path, context,
+                              registered if isinstance(registered, str) else None))
+    for path, scanner in scanners.items():  # a local module's top level runs where it is imported
+        for target, context, condition in scanner.imports:
+            edges.append((path, context, target, None, condition))
+    state = {(script, None): None}
+    if script not in scanners:  # (no entry script: every module counts as run)
+        state.update({(path, None): None for path in scanners})
     entry = scanners.get(script)
     if entry is not None:
         own = {name for context, (name, kind, _, _) in entry.defines.items() if "." not in context}
@@ -78,6 +88,12 @@ def reachable(scanners: dict, script: str) -> dict:
             if outer is UNREACHED:
                 continue
             new = _combine(outer, condition)
+            owner = owners.get((to_path, to_context))
+            if owner is not None:  # a method runs only if its class is used (`self.make_source_dataset`)
+                used = state.get((to_path, owner), UNREACHED)
+                if used is UNREACHED:
+                    continue
+                new = _combine(used, new) if new is None else new
             if _better(new, state.get((to_path, to_context), UNREACHED)):
                 state[(to_path, to_context)] = new
                 changed = True
@@ -94,7 +110,8 @@ def unreached(finding, context: str):
                           f"something else calls it", error=False)
 
 
-def conditional(finding, condition: str):
+def conditional(finding, condition: str, context=None):
+    where = f"`{context}`, the function it is in," if context else "the module it is in"
     return replace(finding, status=f"{finding.status}, only if {condition}",
-                   detail=f"{finding.detail}; the function it is in is reached only if {condition}: it raises only "
-                          f"when the script is started or configured so", error=False)
+                   detail=f"{finding.detail}; {where} is reached (called / imported) only if {condition}: it raises "
+                          f"only when the script is started or configured so", error=False)

@@ -78,6 +78,16 @@ def _mentions_tpu(test) -> bool:
     return False
 
 
+def _package_inits(path, root):
+    """The `__init__.py` files of the packages above a local module, up to the script's folder."""
+    folder = os.path.dirname(path) if os.path.basename(path) != "__init__.py" else os.path.dirname(os.path.dirname(path))
+    found = []
+    while folder.startswith(root + os.sep) and os.path.isfile(os.path.join(folder, "__init__.py")):
+        found.append(os.path.join(folder, "__init__.py"))
+        folder = os.path.dirname(folder)
+    return found
+
+
 class ModuleScanner(ast.NodeVisitor):
     def __init__(self, project=None, path=None):
         self.aliases: dict = {}  # local name -> qualified name
@@ -104,9 +114,11 @@ class ModuleScanner(ast.NodeVisitor):
         self.defines: dict = {}  # context -> (name, kind "function" / "method" / "class", class name, registered)
         self.references: list = []  # (name read, context, condition or None, names the value is stored in)
         self.finding_contexts: list = []  # aligned with self.findings
+        self.imports: list = []  # (local module path, context, condition) of each import of a local module
         self._dispatch: list = []  # texts of enclosing `if` tests on a config dict or a string (not flags)
         self._stored_in = None  # the plain names the value being visited is assigned to
         self._dict_value = 0  # depth of dict literal values being visited (`{'gru': make_gru}` dispatch)
+        self._load_states: dict = {}  # name -> [(line, conditions, dispatch, tpu, fallback, context)] of its reads
         self._class_stack: list = []  # (class context, the context the class is defined in) being visited
 
     def exported(self) -> dict:
@@ -233,6 +245,11 @@ class ModuleScanner(ast.NodeVisitor):
     def _define(self, node, kind):
         registered = any(not (isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod", "property"))
                          for d in getattr(node, "decorator_list", ()))
+        for decorator in getattr(node, "decorator_list", ()):  # `@ops.RegisterGradient("BasicLSTMCell")`
+            if (isinstance(decorator, ast.Call) and isinstance(decorator.func, (ast.Attribute, ast.Name))
+                    and getattr(decorator.func, "attr", getattr(decorator.func, "id", "")) == "RegisterGradient"
+                    and decorator.args and isinstance(decorator.args[0], ast.Constant)):
+                registered = f"the graph has a `{decorator.args[0].value}` op whose gradient is taken"
         outer = self.context
         if kind == "class":
             context = node.name if outer is None else f"{outer}.{node.name}"
@@ -332,11 +349,17 @@ class ModuleScanner(ast.NodeVisitor):
         """Scan the local module an import refers to (and `from pkg import sub` submodules); its scanner."""
         if self._project is None:
             return None
+        condition = self._reference_condition()
         for name in names:
             sub = self._project.resolve(f"{module}.{name}" if module else name, level, self._path)
             if sub is not None:
+                self.imports.append((sub, self.context, condition))
                 self._project.scan(sub)
         path = self._project.resolve(module, level, self._path) if module or level else None
+        if path is not None:
+            self.imports.append((path, self.context, condition))
+            for parent in _package_inits(path, self._project.root):  # `import pkg.sub` runs pkg/__init__.py too
+                self.imports.append((parent, self.context, condition))
         return self._project.scan(path) if path is not None else None
 
     def visit_Try(self, node):
@@ -406,6 +429,10 @@ class ModuleScanner(ast.NodeVisitor):
         if isinstance(node.ctx, ast.Load):
             self._reference(node.id)
             self._loaded.setdefault(node.id, node.lineno)
+            where = self._load_states.setdefault(node.id, [])
+            if len(where) < 8:  # where it is read, to say under which condition an undefined name is read (finish)
+                where.append((node.lineno, tuple(self._conditions), tuple(self._dispatch), self._tpu_only,
+                              self._fallback, self.context))
             self._use(node, self.qualified(node))
         else:
             self._bound.add(node.id)
@@ -469,10 +496,15 @@ class ModuleScanner(ast.NodeVisitor):
                                  "if that line runs; scripts usually reach it only under six.PY2 / a version "
                                  "check"), once_key=("adapter", name))
             elif name not in known:
-                self.add(Finding(line, "adapter", name, "not provided",
-                                 f"used but never defined here, and `from {self._adapter_star} import *` does not "
-                                 f"bring it in: NameError (not in npurun's coverage table, docs/compat.md)", True),
-                         once_key=("adapter", name))
+                for line, self._conditions, self._dispatch, self._tpu_only, self._fallback, self.context in (
+                        self._load_states.get(name) or [(line, (), (), 0, 0, None)]):
+                    # each read under the condition it is read under (AlignedReID's `DD` under --mode cmc)
+                    self._conditions, self._dispatch = list(self._conditions), list(self._dispatch)
+                    self.add(Finding(line, "adapter", name, "not provided",
+                                     f"used but never defined here, and `from {self._adapter_star} import *` does "
+                                     f"not bring it in: NameError (not in npurun's coverage table, docs/compat.md)",
+                                     True), once_key=("adapter", name))
+                self._conditions, self._dispatch, self._tpu_only, self._fallback, self.context = [], [], 0, 0, None
 
     def visit_Attribute(self, node):
         if isinstance(node.ctx, ast.Load):
@@ -519,7 +551,7 @@ class ModuleScanner(ast.NodeVisitor):
                 shown = ".".join(parts[:4 + _deep_contrib_path_length(parts[2:])])
             else:
                 shown = ".".join(parts[:3 + 2 * (parts[1:3] == ["compat", "v1"])])
-            result = check_tensorflow.classify(shown, world=True)
+            result = check_tensorflow.classify(shown, world=True, tf2=getattr(self._project, "tf2", False))
             if result is not None:
                 self._tensorflow_finding(node, shown, result)
                 return True
