@@ -63,6 +63,9 @@ def _tensorflow2_script(path: str) -> bool:
         return False
 
 
+_MODEL_FOLDER_MARKERS = ("README.md", "README", "LICENSE", "requirements.txt", "setup.py", ".git")
+
+
 class _Project:
     """The script and the local modules reached from it: resolved next to the script, scanned once each."""
 
@@ -110,6 +113,37 @@ class _Project:
                 found.append(entry)  # the script's own folders put on the path; installed packages stay installed
         return found
 
+    def changes_sys_path(self) -> bool:
+        return any(scanner.changes_sys_path for scanner in self.scanners.values())
+
+    def model_folder(self) -> str:
+        """The folder the script's model lives in: the nearest of the script's folder and its three parents that
+        has a README, LICENSE, requirements.txt, setup.py or .git (ModelZoo's model folders do), else the parent."""
+        folder = self.root
+        for _ in range(4):
+            if any(os.path.exists(os.path.join(folder, marker)) for marker in _MODEL_FOLDER_MARKERS):
+                return folder
+            folder = os.path.dirname(folder)
+        return os.path.dirname(self.root)
+
+    def in_model_folder(self, top: str) -> list:
+        """Modules or packages named `top` anywhere in the model folder (a few levels deep, at most 3)."""
+        if not hasattr(self, "_tree"):
+            self._tree = {}
+            base = self.model_folder()
+            for folder, dirs, files in os.walk(base):
+                depth = folder[len(base):].count(os.sep)
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and depth < 5)
+                for name in files:
+                    if name.endswith(".py"):
+                        self._tree.setdefault(name[:-3], []).append(os.path.join(folder, name))
+                for name in dirs:  # a package, or a folder without __init__.py (a namespace package)
+                    init = os.path.join(folder, name, "__init__.py")
+                    self._tree.setdefault(name, []).append(init if os.path.isfile(init) else os.path.join(folder, name))
+                if sum(map(len, self._tree.values())) > 20000:
+                    break
+        return sorted(self._tree.get(top, []))[:3]
+
     def scan(self, path: str, source: str | None = None):
         if path in self.scanners:
             return self.scanners[path]
@@ -145,7 +179,7 @@ class _Project:
                         state = None  # a module scanned through an import check does not follow: counted
                     f = (f if state is None else unreached(f, context) if state is UNREACHED
                          else conditional(f, state, context))
-                if changed and f.section == "imports":  # found through the script's own sys.path entries?
+                if changed and f.section == "imports" and f.status == "not installed" and "model folder" not in f.detail:
                     f = Finding(**{**asdict(f), "status": "not found here", "error": False, "detail":
                                    "not next to the script nor installed; the scripts add to sys.path, so it may "
                                    "be found there (not checked)"})
