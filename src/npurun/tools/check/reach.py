@@ -36,8 +36,11 @@ def _combine(outer, condition):
     return condition if outer is None else outer
 
 
+BY_STRING = "it is looked up by its name as a string"  # the weakest reason: `== 'cramer'` is a value, not a call
+
+
 def _better(new, old) -> bool:
-    return old is UNREACHED or (old is not None and new is None)
+    return old is UNREACHED or (old is not None and new is None) or (old == BY_STRING and new not in (None, BY_STRING))
 
 
 def reachable(scanners: dict, script: str) -> dict:

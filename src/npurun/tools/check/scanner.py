@@ -15,7 +15,7 @@ from . import tensorflow as check_tensorflow
 from .conditions import dispatch_condition, flag_condition, flag_defaults
 from .installed import missing_attribute
 from .module_names import _module_level_names
-from .reach import dispatched
+from .reach import BY_STRING, dispatched
 from .options import global_options_finding, parameter_map_finding, run_config_findings
 from .report import Finding
 
@@ -664,8 +664,7 @@ class ModuleScanner(ast.NodeVisitor):
     def visit_Constant(self, node):
         # `getattr(module, 'make_model')`, `{'model': 'make_model'}`: a function picked by its name as a string
         if isinstance(node.value, str) and node.value.isidentifier():
-            self.references.append((node.value, self.context, "it is looked up by its name as a string",
-                                    self._stored_in))
+            self.references.append((node.value, self.context, BY_STRING, self._stored_in))
 
     def visit_Dict(self, node):
         for key in node.keys:
