@@ -270,3 +270,91 @@ def test_a_package_nothing_on_the_scripts_sys_path_provides_will_raise(tmp_path)
     assert _raising(script) == {(os.path.join("..", "data", "dataset.py"), "pycocotools_for_test")}
     assert found["tfutils"].status == "found through sys.path" and not found["tfutils"].error
     assert "nothing there can provide it" in found["pycocotools_for_test"].detail
+
+
+def test_flag_branches_are_judged_with_the_arguments_the_script_is_started_with(tmp_path):
+    # BigGAN / AlignedReID style: `--phase` / `--mode` pick what runs; `npurun check train.py -- --mode=cmc`
+    import subprocess
+    import sys
+
+    script = tmp_path / "main.py"
+    script.write_text(textwrap.dedent("""\
+        import argparse
+        import tensorflow as tf
+        from npu_bridge.npu_init import *
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument('--phase', type=str, default='train')
+        parser.add_argument('--use_xla', action='store_true')
+        args = parser.parse_args()
+        if args.phase == 'test':
+            reader = tf.contrib.cloud.BigQueryReader()
+        if args.use_xla:
+            from tensorflow.contrib.compiler import xla
+        """))
+    assert _raising(script) == set()
+    assert check_file(str(script), argv=["--phase", "test"]) and {
+        f.name for f in check_file(str(script), argv=["--phase=test", "--use_xla"]) if f.error} == {
+        "tensorflow.contrib.cloud.BigQueryReader", "tensorflow.contrib.compiler.xla"}
+    run = subprocess.run([sys.executable, "-m", "npurun.cli", "check", str(script), "--", "--phase=test"],
+                         capture_output=True, text=True)
+    assert run.returncode == 1 and "1 will raise here" in run.stdout, run.stdout + run.stderr
+    run = subprocess.run([sys.executable, "-m", "npurun.cli", "check", "--format", "json", str(script)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_a_keyword_an_installed_package_no_longer_takes_raises(tmp_path, monkeypatch):
+    # word2vec_ID0134 style: `TSNE(perplexity=30, n_components=2, init='pca', n_iter=5000)` after training;
+    # scikit-learn 1.7 renamed n_iter to max_iter. A package laid out as scikit-learn's (a re-export in
+    # __init__.py of a class in a private module), installed under a site-packages folder.
+    site = tmp_path / "site-packages"
+    _write(site, {"tsne_lib_for_test/__init__.py": "from ._t_sne import TSNE\nfrom ._pca import PCA\n",
+                  "tsne_lib_for_test/_t_sne.py": """\
+        class TSNE(object):
+            def __init__(self, n_components=2, *, perplexity=30.0, init='pca', max_iter=1000):
+                self.max_iter = max_iter
+        """, "tsne_lib_for_test/_pca.py": """\
+        class PCA(object):
+            def __init__(self, n_components=None, **kwargs):
+                self.n_components = n_components
+        """})
+    monkeypatch.syspath_prepend(str(site))
+    script = tmp_path / "run" / "word2vec.py"
+    _write(tmp_path / "run", {"word2vec.py": """\
+        import tensorflow as tf
+        from npu_bridge.npu_init import *
+
+
+        def plot(embeddings):
+            from tsne_lib_for_test import TSNE, PCA
+            low = TSNE(perplexity=30, n_components=2, init='pca', n_iter=5000)
+            pca = PCA(n_components=2, whiten=True)
+            return low, pca
+
+
+        if __name__ == '__main__':
+            plot(None)
+        """})
+    found = _by_name(script)
+    assert _raising(script) == {("", "tsne_lib_for_test.TSNE(n_iter=)")}
+    assert "takes no n_iter=" in found["tsne_lib_for_test.TSNE(n_iter=)"].detail
+    script.write_text(script.read_text().replace("n_iter=5000", "max_iter=5000"))
+    assert _raising(script) == set()
+
+
+def test_an_option_file_named_from_the_model_folder_above_the_script_is_valid(tmp_path):
+    # EfficientNet_B0_ID0009 style: efficientnet/main_npu.py names './efficientnet/ReduceMeanD.json' (its launch
+    # script runs it from the model folder)
+    _write(tmp_path, {"efficientnet/ReduceMeanD.json": '{"black-list": {"to-add": ["ReduceMeanD"]}}\n',
+                      "efficientnet/main_npu.py": """\
+        import tensorflow as tf
+        from npu_bridge.npu_init import *
+
+        config = NPURunConfig(precision_mode='allow_mix_precision', modify_mixlist='./efficientnet/ReduceMeanD.json')
+        """})
+    script = tmp_path / "efficientnet" / "main_npu.py"
+    found = [f for f in check_file(str(script)) if f.name.startswith("modify_mixlist")]
+    assert len(found) == 1 and not found[0].error and "above it" in found[0].detail
+    script.write_text(script.read_text().replace("ReduceMeanD.json'", "Missing.json'"))
+    assert [f.name for f in check_file(str(script)) if f.error] == ["modify_mixlist='./efficientnet/Missing.json'"]

@@ -37,6 +37,8 @@ from dataclasses import asdict
 
 from ..script_guard import ScriptRefused, parse_within_limits, read_script
 from .report import Finding, render_json, render_text  # noqa: F401 - the report, also reached from here
+from .conditions import parse_argv
+from .npu_device_scripts import tensorflow2_script
 from .reach import UNREACHED, conditional, reachable, unreached
 from .scanner import ModuleScanner
 
@@ -47,19 +49,6 @@ def _holds_distributions(folder: str) -> bool:
     try:
         return any(name.endswith((".dist-info", ".egg-info")) for name in os.listdir(folder))
     except OSError:
-        return False
-
-
-def _tensorflow2_script(path: str) -> bool:
-    """Whether `npurun run` keeps TensorFlow 2's API for the script (it or a local module imports npu_device)."""
-    from ..run import TF_API_ENV, _imports_npu_device
-
-    forced = os.environ.get(TF_API_ENV, "").strip()
-    if forced in ("1", "2"):
-        return forced == "2"
-    try:
-        return os.path.isfile(path) and _imports_npu_device(path, set())
-    except (SyntaxError, UnicodeDecodeError, OSError, ValueError):
         return False
 
 
@@ -165,7 +154,7 @@ class _Project:
 
     def findings(self, script_path: str, source: str) -> list:
         self.script = os.path.abspath(script_path)
-        self.tf2 = _tensorflow2_script(self.script)
+        self.tf2 = tensorflow2_script(self.script)
         self.scan(self.script, source)
         found = []
         changed = any(scanner.changes_sys_path for scanner in self.scanners.values())
@@ -187,13 +176,16 @@ class _Project:
         return sorted(found, key=lambda f: (f.file != "", f.file, f.line, f.section, f.name))
 
 
-def check_source(source: str, filename: str = "<script>") -> list:
+def check_source(source: str, filename: str = "<script>", argv=()) -> list:
     """The findings for one script and the local modules next to it that it imports, script first, in
-    line order."""
-    return _Project(filename).findings(filename, source)
+    line order. `argv`: the arguments the script is started with; flag branches are judged with them (else
+    with the flags' literal defaults)."""
+    project = _Project(filename)
+    project.argv_flags = parse_argv(argv)
+    return project.findings(filename, source)
 
 
-def check_file(path: str) -> list:
+def check_file(path: str, argv=()) -> list:
     """The findings for the script at `path` (see `check_source`); ScriptRefused when it is past
     `script_guard`'s limits or not decodable."""
-    return check_source(read_script(path)[0], path)
+    return check_source(read_script(path)[0], path, argv)

@@ -174,3 +174,51 @@ def dispatch_condition(test):
         return None
     source = ast.unparse(test)
     return f"`{source[:77] + '...' if len(source) > 80 else source}`"
+
+
+def parse_argv(argv) -> dict:
+    """`--name=value`, `--name value`, `--name` (-> True) and absl's `--noname` (-> False, as `noname`) of the
+    arguments a script is started with: name (dashes as underscores) -> the raw string, or a bool."""
+    found, argv = {}, [a for a in argv]
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        index += 1
+        if not token.startswith("--") or token == "--":
+            continue
+        name, equals, value = token[2:].partition("=")
+        name = name.replace("-", "_")
+        if equals:
+            found[name] = value
+        elif index < len(argv) and not argv[index].startswith("--"):
+            found[name] = argv[index]
+            index += 1
+        else:
+            found[name] = True
+    return found
+
+
+def _converted(raw, default):
+    """A flag's value from the command line, typed as its default is."""
+    if not isinstance(raw, str):
+        return raw
+    if isinstance(default, bool) or raw.lower() in ("true", "false"):
+        return raw.lower() in ("true", "1", "yes", "t", "y")
+    for kind in (int, float):
+        if isinstance(default, kind) or default is None:
+            try:
+                return kind(raw)
+            except ValueError:
+                pass
+    return raw
+
+
+def apply_argv(flags: dict, given: dict) -> None:
+    """Put the values the script is started with over the flags' defaults (flags defined so far)."""
+    for name, raw in given.items():
+        if name in flags:
+            flags[name] = _converted(raw, flags[name])
+        elif raw is True and name.startswith("no") and name[2:] in flags:  # absl: --nouse_tpu
+            flags[name[2:]] = False

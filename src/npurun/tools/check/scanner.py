@@ -12,8 +12,8 @@ from dataclasses import replace
 
 from ...adapter import tables as aliases
 from . import tensorflow as check_tensorflow
-from .conditions import dispatch_condition, flag_condition, flag_defaults
-from .installed import missing_attribute
+from .conditions import apply_argv, dispatch_condition, flag_condition, flag_defaults
+from .installed import missing_attribute, unknown_keywords
 from .module_names import _module_level_names
 from .reach import BY_STRING, dispatched
 from .options import global_options_finding, parameter_map_finding, run_config_findings
@@ -134,7 +134,9 @@ class ModuleScanner(ast.NodeVisitor):
     def visit_Module(self, node):
         self._top_level, self._all = _module_level_names(node.body)
         self.visited = True
-        self._flags().update(flag_defaults(node))
+        flags = self._flags()
+        flags.update(flag_defaults(node))
+        apply_argv(flags, getattr(self._project, "argv_flags", None) or {})  # as the script is started
         self.generic_visit(node)
 
     # ---- name resolution ---------------------------------------------------------------------------
@@ -641,6 +643,20 @@ class ModuleScanner(ast.NodeVisitor):
                          True), once_key=("installed", f"{module}.{attribute}"))
         return True
 
+    def _installed_keywords(self, node, qualified):
+        """`TSNE(..., n_iter=5000)`: a keyword the installed third-party callable no longer takes (its source says)."""
+        root = qualified.split(".")[0]
+        if root in aliases.ROOTS or root in _WORLD_ROOTS or root in ("numpy", "os", "sys"):
+            return
+        if self._project is not None and (self._project.resolve(root, 0, self._path) is not None
+                                          or os.path.isdir(os.path.join(self._project.root, root))):
+            return
+        found = unknown_keywords(qualified, [k.arg for k in node.keywords])
+        if found:
+            unknown, why = found
+            self.add(Finding(node.lineno, "installed", f"{qualified}({unknown[0]}=)", "no such keyword", why, True),
+                     once_key=("installed", f"{qualified}({unknown[0]}=)"))
+
     def _tensorflow_finding(self, node, name, result):
         status, detail, error = result
         self.add(Finding(node.lineno, "tensorflow", name, status, detail, error), once_key=("tensorflow", name))
@@ -655,8 +671,11 @@ class ModuleScanner(ast.NodeVisitor):
             if any(isinstance(a, ast.Constant) and isinstance(a.value, str) and os.path.isabs(a.value)
                    for a in node.args):
                 self.adds_outside_path = True  # `sys.path.append('/opt/sdk')`: modules may come from anywhere
-        for finding in run_config_findings(node, self.qualified(node.func), self._script_dir()):
+        qualified = self.qualified(node.func)
+        for finding in run_config_findings(node, qualified, self._script_dir()):
             self.add(finding)
+        if qualified and node.keywords:
+            self._installed_keywords(node, qualified)
         saved, self._stored_in = self._stored_in, None  # what a call reads runs, wherever its result is stored
         self.generic_visit(node)
         self._stored_in = saved
