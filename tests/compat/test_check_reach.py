@@ -291,6 +291,7 @@ def test_flag_branches_are_judged_with_the_arguments_the_script_is_started_with(
             reader = tf.contrib.cloud.BigQueryReader()
         if args.use_xla:
             from tensorflow.contrib.compiler import xla
+            step = xla.compile(lambda: reader)
         """))
     assert _raising(script) == set()
     assert check_file(str(script), argv=["--phase", "test"]) and {
@@ -358,3 +359,23 @@ def test_an_option_file_named_from_the_model_folder_above_the_script_is_valid(tm
     assert len(found) == 1 and not found[0].error and "above it" in found[0].detail
     script.write_text(script.read_text().replace("ReduceMeanD.json'", "Missing.json'"))
     assert [f.name for f in check_file(str(script)) if f.error] == ["modify_mixlist='./efficientnet/Missing.json'"]
+
+
+def test_an_unsupported_contrib_name_imported_but_never_used_does_not_raise(tmp_path):
+    # tacotron2_ID0018 style: networks.py imports contrib.seq2seq.dynamic_decode and runs its own decoder loop
+    script = tmp_path / "networks.py"
+    script.write_text(textwrap.dedent("""\
+        import tensorflow as tf
+        from tensorflow.contrib.seq2seq import dynamic_decode
+        from tensorflow.contrib.bigtable import BigtableClient
+
+
+        def decode(cell, inputs):
+            return tf.nn.dynamic_rnn(cell, inputs, dtype=tf.float32)
+        """))
+    found = _by_name(script)
+    assert _raising(script) == {("", "tensorflow.contrib.bigtable.BigtableClient")}  # (not in the table: it raises)
+    assert "importing it works" in found["tensorflow.contrib.seq2seq.dynamic_decode"].detail
+    script.write_text(script.read_text().replace("return tf.nn.dynamic_rnn(cell, inputs, dtype=tf.float32)",
+                                                 "return dynamic_decode(cell)"))
+    assert ("", "tensorflow.contrib.seq2seq.dynamic_decode") in _raising(script)
