@@ -17,6 +17,7 @@ XLA_FLAG = textwrap.dedent("""\
     def train_step(loss):
         if FLAGS.use_xla_for_gpu:
             from tensorflow.contrib.compiler import xla
+            loss = xla.compile(lambda: loss)
         if FLAGS.chip == "npu":
             optimizer = tf.contrib.bigtable.BigtableClient("project", "instance")
         else:

@@ -68,7 +68,7 @@ def cmd_check(args) -> int:
     from .script_guard import ScriptRefused
 
     try:
-        findings = check_file(args.script)
+        findings = check_file(args.script, argv=args.script_args)
     except (OSError, SyntaxError, ScriptRefused) as error:
         print(f"npurun check: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
@@ -136,8 +136,13 @@ def add_compat_commands(subparsers) -> None:
                     "lines marked ! will raise here. Exit status 1 when something will raise here, else 0.",
         epilog="examples:\n"
                "  npurun check train.py\n"
-               "  npurun check train.py --format json > report.json   # one object per finding, for tools")
+               "  npurun check train.py --format json > report.json   # one object per finding, for tools\n"
+               "  npurun check train.py -- --mode=cmc --use_fp16      # flag branches as started with these")
     check.add_argument("script", help="the script to check")
+    check.add_argument("script_args", nargs="*", metavar="-- ARGS",
+                       help="the arguments the script would be started with (after --): the flag branches they take "
+                            "are judged with them instead of the flags' defaults (--name=value, --name value, "
+                            "--name and absl's --noname)")
     check.add_argument("--format", choices=("text", "json"), default="text",
                        help="text (default, for reading) or json (for tools)")
     check.set_defaults(handler=cmd_check)

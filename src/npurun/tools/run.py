@@ -28,6 +28,8 @@ import os
 import runpy
 import sys
 
+from .check.npu_device_scripts import TF_API_ENV  # one name for the variable: check reads it too
+
 
 _RANK_VARIABLES = ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "TF_CONFIG")
 _ONE_RANK = {"RANK_SIZE": "1", "RANK_ID": "0"}
@@ -37,9 +39,6 @@ _DEVICE_VARIABLES = ("ASCEND_DEVICE_ID", "DEVICE_ID", "DEVICE_INDEX")
 # The server's index among the job's servers, exported by 37 Ascend launch files and read bare by scripts
 # (`int(os.environ['RANK_INDEX'])`, 15 ModelZoo folders): 0 for the one server of a one-rank run.
 _ONE_RANK_ONLY = _DEVICE_VARIABLES + ("RANK_INDEX",)
-
-
-TF_API_ENV = "NPURUN_TF_API"
 
 
 def script_tf_api(path: str) -> int:
@@ -63,15 +62,6 @@ def script_tf_api(path: str) -> int:
     return 1 if any(f.section == "adapter" or f.status == TF1_WORLD for f in findings) else 2
 
 
-def _imported_modules(path: str) -> list:
-    import ast
-
-    with open(path, encoding="utf-8") as handle:
-        tree = ast.parse(handle.read(), path)
-    modules = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
-    return modules + [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
-
-
 def _is_npu_device_script(path: str) -> bool:
     """An npu_device script (TF 2.x era): its standalone `import keras` is Keras 2 (tf-keras) under npurun run."""
     try:
@@ -81,19 +71,14 @@ def _is_npu_device_script(path: str) -> bool:
 
 
 def _imports_npu_device(path: str, seen: set) -> bool:
-    """Whether the script or a local module it imports (next to it) imports `npu_device`, the adapter's
-    TensorFlow 2 package: such scripts are TensorFlow 2 code (`npu_device.compat.enable_v1()` switches to
-    TensorFlow 1 behaviour where they ask for it)."""
-    seen.add(path)
-    modules = _imported_modules(path)
-    if any(module.partition(".")[0] == "npu_device" for module in modules):
-        return True
-    here = os.path.dirname(path)
-    for module in modules:
-        local = os.path.join(here, *module.split(".")) + ".py"
-        if local not in seen and os.path.isfile(local) and _imports_npu_device(local, seen):
-            return True
-    return False
+    """Whether the script or a local module it imports imports `npu_device` (check's reading of it)."""
+    from .check.npu_device_scripts import imports_npu_device
+    from .script_guard import ScriptRefused
+
+    try:
+        return imports_npu_device(path, seen)
+    except ScriptRefused:
+        return False  # too large / deep to read: the script's own error shows when it runs
 
 
 def _adapter_or_contrib(path: str, seen: set) -> bool:

@@ -37,7 +37,22 @@ from dataclasses import asdict
 
 from ..script_guard import ScriptRefused, parse_within_limits, read_script
 from .report import Finding, render_json, render_text  # noqa: F401 - the report, also reached from here
+from .conditions import parse_argv
+from .npu_device_scripts import tensorflow2_script
+from .reach import UNREACHED, conditional, reachable, unreached
 from .scanner import ModuleScanner
+
+
+def _holds_distributions(folder: str) -> bool:
+    """A folder of installed packages (`pip install --target DIR`: it holds `*.dist-info` records), not the
+    script's own folder put on PYTHONPATH: its modules are installed packages, not scanned as the script's."""
+    try:
+        return any(name.endswith((".dist-info", ".egg-info")) for name in os.listdir(folder))
+    except OSError:
+        return False
+
+
+_MODEL_FOLDER_MARKERS = ("README.md", "README", "LICENSE", "requirements.txt", "setup.py", ".git")
 
 
 class _Project:
@@ -82,9 +97,41 @@ class _Project:
         for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
             entry = os.path.abspath(entry) if entry else ""
             if (entry and entry != own and os.sep + "site-packages" not in entry and os.sep + "dist-packages"
-                    not in entry and (os.path.isdir(os.path.join(entry, top)) or os.path.isfile(os.path.join(entry, top + ".py")))):
+                    not in entry and not _holds_distributions(entry)
+                    and (os.path.isdir(os.path.join(entry, top)) or os.path.isfile(os.path.join(entry, top + ".py")))):
                 found.append(entry)  # the script's own folders put on the path; installed packages stay installed
         return found
+
+    def changes_sys_path(self) -> bool:
+        return any(scanner.changes_sys_path for scanner in self.scanners.values())
+
+    def model_folder(self) -> str:
+        """The folder the script's model lives in: the nearest of the script's folder and its three parents that
+        has a README, LICENSE, requirements.txt, setup.py or .git (ModelZoo's model folders do), else the parent."""
+        folder = self.root
+        for _ in range(4):
+            if any(os.path.exists(os.path.join(folder, marker)) for marker in _MODEL_FOLDER_MARKERS):
+                return folder
+            folder = os.path.dirname(folder)
+        return os.path.dirname(self.root)
+
+    def in_model_folder(self, top: str) -> list:
+        """Modules or packages named `top` anywhere in the model folder (a few levels deep, at most 3)."""
+        if not hasattr(self, "_tree"):
+            self._tree = {}
+            base = self.model_folder()
+            for folder, dirs, files in os.walk(base):
+                depth = folder[len(base):].count(os.sep)
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and depth < 5)
+                for name in files:
+                    if name.endswith(".py"):
+                        self._tree.setdefault(name[:-3], []).append(os.path.join(folder, name))
+                for name in dirs:  # a package, or a folder without __init__.py (a namespace package)
+                    init = os.path.join(folder, name, "__init__.py")
+                    self._tree.setdefault(name, []).append(init if os.path.isfile(init) else os.path.join(folder, name))
+                if sum(map(len, self._tree.values())) > 20000:
+                    break
+        return sorted(self._tree.get(top, []))[:3]
 
     def scan(self, path: str, source: str | None = None):
         if path in self.scanners:
@@ -107,13 +154,21 @@ class _Project:
 
     def findings(self, script_path: str, source: str) -> list:
         self.script = os.path.abspath(script_path)
+        self.tf2 = tensorflow2_script(self.script)
         self.scan(self.script, source)
         found = []
         changed = any(scanner.changes_sys_path for scanner in self.scanners.values())
+        reached = reachable(self.scanners, self.script)
         for path, scanner in self.scanners.items():
             relative = "" if path == self.script else os.path.relpath(path, self.root)
-            for f in scanner.findings:
-                if changed and f.section == "imports":  # found through the script's own sys.path entries?
+            for f, context in zip(scanner.findings, scanner.finding_contexts):
+                if f.error:  # does the run reach the function (or the module, for top-level code) it is in?
+                    state = reached.get((path, context), UNREACHED)
+                    if state is UNREACHED and context is None:
+                        state = None  # a module scanned through an import check does not follow: counted
+                    f = (f if state is None else unreached(f, context) if state is UNREACHED
+                         else conditional(f, state, context))
+                if changed and f.section == "imports" and f.status == "not installed" and "model folder" not in f.detail:
                     f = Finding(**{**asdict(f), "status": "not found here", "error": False, "detail":
                                    "not next to the script nor installed; the scripts add to sys.path, so it may "
                                    "be found there (not checked)"})
@@ -121,13 +176,16 @@ class _Project:
         return sorted(found, key=lambda f: (f.file != "", f.file, f.line, f.section, f.name))
 
 
-def check_source(source: str, filename: str = "<script>") -> list:
+def check_source(source: str, filename: str = "<script>", argv=()) -> list:
     """The findings for one script and the local modules next to it that it imports, script first, in
-    line order."""
-    return _Project(filename).findings(filename, source)
+    line order. `argv`: the arguments the script is started with; flag branches are judged with them (else
+    with the flags' literal defaults)."""
+    project = _Project(filename)
+    project.argv_flags = parse_argv(argv)
+    return project.findings(filename, source)
 
 
-def check_file(path: str) -> list:
+def check_file(path: str, argv=()) -> list:
     """The findings for the script at `path` (see `check_source`); ScriptRefused when it is past
     `script_guard`'s limits or not decodable."""
-    return check_source(read_script(path)[0], path)
+    return check_source(read_script(path)[0], path, argv)

@@ -78,10 +78,17 @@ def _flag_name(node, flags):
     return None
 
 
+_STRING_METHODS = {"lower": str.lower, "upper": str.upper, "strip": str.strip}
+
+
 def _evaluate(node, flags):
     name = _flag_name(node, flags)
     if name is not None:
         return flags[name]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STRING_METHODS
+            and not node.args and not node.keywords):  # `FLAGS.platform.lower() == 'modelarts'`
+        value = _evaluate(node.func.value, flags)
+        return _STRING_METHODS[node.func.attr](value) if isinstance(value, str) else _UNKNOWN
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
@@ -138,3 +145,80 @@ def flag_condition(test, flags):
     defaults = ", ".join(f"--{name}" + ("" if flags[name] is _UNKNOWN else f" default {flags[name]!r}")
                          for name in names)
     return f"`{source}` ({defaults})", (None if value is _UNKNOWN else bool(value))
+
+
+def _is_string(node) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and bool(node.elts) and all(map(_is_string, node.elts))
+
+
+def dispatch_condition(test):
+    """For an `if` test that picks code by a configuration value rather than a flag (`opts['z_test'] ==
+    'cramer'`, `params['use_bfloat16']`, `self.dataset_name == 'celebA'`, `cfg.get('loss')`): its text, else
+    None. Which branch runs is decided by a config dict or a string the script computes, which check does
+    not evaluate; `__name__ == '__main__'` is not such a test (it is true for the script)."""
+    for node in ast.walk(test):
+        if (isinstance(node, ast.Name) and node.id == "__name__") or (
+                isinstance(node, ast.Attribute) and node.attr in ("__name__", "environ", "argv", "platform")):
+            return None
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and any(map(_is_string, (node.left, *node.comparators))):
+            break
+        if isinstance(node, ast.Subscript) and _is_string(node.slice):
+            break
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                and node.args and _is_string(node.args[0])):
+            break
+    else:
+        return None
+    source = ast.unparse(test)
+    return f"`{source[:77] + '...' if len(source) > 80 else source}`"
+
+
+def parse_argv(argv) -> dict:
+    """`--name=value`, `--name value`, `--name` (-> True) and absl's `--noname` (-> False, as `noname`) of the
+    arguments a script is started with: name (dashes as underscores) -> the raw string, or a bool."""
+    found, argv = {}, [a for a in argv]
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        index += 1
+        if not token.startswith("--") or token == "--":
+            continue
+        name, equals, value = token[2:].partition("=")
+        name = name.replace("-", "_")
+        if equals:
+            found[name] = value
+        elif index < len(argv) and not argv[index].startswith("--"):
+            found[name] = argv[index]
+            index += 1
+        else:
+            found[name] = True
+    return found
+
+
+def _converted(raw, default):
+    """A flag's value from the command line, typed as its default is."""
+    if not isinstance(raw, str):
+        return raw
+    if isinstance(default, bool) or raw.lower() in ("true", "false"):
+        return raw.lower() in ("true", "1", "yes", "t", "y")
+    for kind in (int, float):
+        if isinstance(default, kind) or default is None:
+            try:
+                return kind(raw)
+            except ValueError:
+                pass
+    return raw
+
+
+def apply_argv(flags: dict, given: dict) -> None:
+    """Put the values the script is started with over the flags' defaults (flags defined so far)."""
+    for name, raw in given.items():
+        if name in flags:
+            flags[name] = _converted(raw, flags[name])
+        elif raw is True and name.startswith("no") and name[2:] in flags:  # absl: --nouse_tpu
+            flags[name[2:]] = False

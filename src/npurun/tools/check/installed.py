@@ -195,3 +195,71 @@ def missing_attribute(qualified: str):
     return (module, attribute, f"the installed {_distribution(parts[0])} has no {module}.{attribute} (read in its "
                                f"source, nothing imported): AttributeError / ImportError when that line runs; "
                                f"removed from the package (on Ascend too with this version of it)")
+
+
+def _definition(qualified: str, depth: int = 0):
+    """The `def` / `class` node of installed `qualified` (`sklearn.manifold.TSNE`), followed through the
+    package's own re-exports (`from ._t_sne import TSNE`), or None when it cannot be told from the source."""
+    parts = qualified.split(".")
+    if depth > _MAX_DEPTH or _spec_file(parts[0]) is None:
+        return None
+    index = 1
+    while index < len(parts) and _is_submodule(".".join(parts[:index + 1])):
+        index += 1
+    if index != len(parts) - 1:
+        return None
+    module, name = ".".join(parts[:index]), parts[index]
+    found = _spec_file(module)
+    if found is None:
+        return None
+    try:
+        if os.path.getsize(found[0]) > _MAX_SOURCE:
+            return None
+        with open(found[0], "rb") as handle:
+            tree = ast.parse(handle.read().decode("utf-8", "replace"))
+    except (OSError, SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    package = module if found[1] else module.rpartition(".")[0]
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+            return node
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if (alias.asname or alias.name) == name and alias.name != "*":
+                    base = package.split(".")
+                    if node.level:
+                        base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+                        target = ".".join([*base, *([node.module] if node.module else [])])
+                    else:
+                        target = node.module or ""
+                    return _definition(f"{target}.{alias.name}", depth + 1) if target else None
+    return None
+
+
+def _parameters(node):
+    """The keyword names a def (or a class's own `__init__`) accepts, or None if it takes **kwargs / cannot tell."""
+    if isinstance(node, ast.ClassDef):
+        node = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if node is None:
+            return None  # inherited: not followed
+    if node.args.kwarg is not None:
+        return None
+    return {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+
+
+def unknown_keywords(qualified: str, keywords) -> tuple:
+    """(keywords the installed `qualified` does not take, why) for a call with those keyword names, else ()."""
+    keywords = [k for k in keywords if k]
+    if not keywords or "." not in qualified:
+        return ()
+    node = _definition(qualified)
+    accepted = _parameters(node) if node is not None else None
+    if accepted is None:
+        return ()
+    unknown = [k for k in keywords if k not in accepted]
+    if not unknown:
+        return ()
+    shown = ", ".join(f"{k}=" for k in unknown)
+    return (unknown, f"the installed {_distribution(qualified.split('.')[0])}'s {qualified}() takes no {shown} "
+                     f"(read in its source, nothing imported): TypeError when that line runs; the keyword was "
+                     f"removed or renamed (on Ascend too with this version of it)")

@@ -77,11 +77,17 @@ def _run_config(node, tf_run_config: bool, script_dir=None) -> list:
 
 
 def _next_to_script(value, script_dir) -> bool:
-    """A relative path (a mixed-precision list, a fusion switch file) that exists next to the script: the
-    launch scripts cd there first (GRU4Rec's './ops_info.json')."""
+    """A relative path (a mixed-precision list, a fusion switch file) that exists next to the script or from
+    one of the three folders above it: the launch scripts cd there first (GRU4Rec's './ops_info.json' next to
+    the script; EfficientNet's './efficientnet/ReduceMeanD.json' from the model folder above `efficientnet/`)."""
     if not isinstance(value, str) or not value or os.path.isabs(value) or script_dir is None:
         return False
-    return os.path.exists(os.path.join(script_dir, value))
+    folder = script_dir
+    for _ in range(4):
+        if os.path.exists(os.path.join(folder, value)):
+            return True
+        folder = os.path.dirname(folder)
+    return False
 
 
 def _option(value_node, name, option, script_dir=None) -> Finding:
@@ -100,7 +106,7 @@ def _option(value_node, name, option, script_dir=None) -> Finding:
             error, detail = True, f"invalid value: {invalid}"
             if _next_to_script(value, script_dir):
                 error, detail = False, (f"{option.mechanism}; {value!r} does not exist from here, but does next "
-                                        f"to the script: valid when it runs from its own directory")
+                                        f"to the script or above it: valid when it runs from that directory")
         else:
             if option.is_default(value):
                 detail = f"(the default value) {detail}"
@@ -141,8 +147,8 @@ def parameter_map_finding(target, value_node, line, script_dir=None):
                 error, detail = True, f"invalid: {invalid}"
                 if _next_to_script(raw, script_dir):
                     error, detail = False, (f"{option.mechanism}; {raw!r} does not exist from here, but does next "
-                                            f"to the script: valid when it runs from its own directory, as its "
-                                            f"launch script runs it")
+                                            f"to the script or above it: valid when it runs from that directory, "
+                                            f"as its launch script runs it")
     return Finding(line, "parameter_map", f"{label} .{field} = {raw!r}", option.status, detail, error)
 
 

@@ -12,9 +12,10 @@ from dataclasses import replace
 
 from ...adapter import tables as aliases
 from . import tensorflow as check_tensorflow
-from .conditions import flag_condition, flag_defaults
-from .installed import missing_attribute
+from .conditions import apply_argv, dispatch_condition, flag_condition, flag_defaults
+from .installed import missing_attribute, unknown_keywords
 from .module_names import _module_level_names
+from .reach import BY_STRING, dispatched
 from .options import global_options_finding, parameter_map_finding, run_config_findings
 from .report import Finding
 
@@ -77,6 +78,16 @@ def _mentions_tpu(test) -> bool:
     return False
 
 
+def _package_inits(path, root):
+    """The `__init__.py` files of the packages above a local module, up to the script's folder."""
+    folder = os.path.dirname(path) if os.path.basename(path) != "__init__.py" else os.path.dirname(os.path.dirname(path))
+    found = []
+    while folder.startswith(root + os.sep) and os.path.isfile(os.path.join(folder, "__init__.py")):
+        found.append(os.path.join(folder, "__init__.py"))
+        folder = os.path.dirname(folder)
+    return found
+
+
 class ModuleScanner(ast.NodeVisitor):
     def __init__(self, project=None, path=None):
         self.aliases: dict = {}  # local name -> qualified name
@@ -89,12 +100,27 @@ class ModuleScanner(ast.NodeVisitor):
         self._adapter_star = None  # the adapter module of a star import, if any
         self._unknown_star = False  # a star import whose names are not known statically
         self.changes_sys_path = False  # sys.path.append/insert/extend: other modules may become importable
+        self.adds_outside_path = False  # a literal absolute path added to sys.path
         self._top_level: set = set()  # names bound at module level (what a star import of this module gives)
         self._all = None  # the module's literal `__all__`, if it has one
         self._tpu_only = 0  # depth of `if use_tpu:` bodies being visited
         self._fallback = 0  # depth of `except` handlers whose `try` body raises nothing check knows of
         self._conditions: list = []  # (flag test, taken with the flags' defaults: True/False/None) of enclosing ifs
         self._own_flags: dict = {}  # flags defined here, when there is no project to share them with
+        # For `reach.py` (which functions the run can reach): the function or method being visited (its dotted
+        # name: `train`, `Model.build`, `model_fn.host_call_fn`; None at module level or in a class body), the
+        # functions this module defines, the names it reads with the condition each read is under, and the
+        # function each finding is in.
+        self.context = None
+        self.defines: dict = {}  # context -> (name, kind "function" / "method" / "class", class name, registered)
+        self.references: list = []  # (name read, context, condition or None, names the value is stored in)
+        self.finding_contexts: list = []  # aligned with self.findings
+        self.imports: list = []  # (local module path, context, condition) of each import of a local module
+        self._dispatch: list = []  # texts of enclosing `if` tests on a config dict or a string (not flags)
+        self._stored_in = None  # the plain names the value being visited is assigned to
+        self._dict_value = 0  # depth of dict literal values being visited (`{'gru': make_gru}` dispatch)
+        self._load_states: dict = {}  # name -> [(line, conditions, dispatch, tpu, fallback, context)] of its reads
+        self._class_stack: list = []  # (class context, the context the class is defined in) being visited
 
     def exported(self) -> dict:
         """What `from this_module import *` gives (as far as check follows names): local name -> qualified
@@ -108,7 +134,9 @@ class ModuleScanner(ast.NodeVisitor):
     def visit_Module(self, node):
         self._top_level, self._all = _module_level_names(node.body)
         self.visited = True
-        self._flags().update(flag_defaults(node))
+        flags = self._flags()
+        flags.update(flag_defaults(node))
+        apply_argv(flags, getattr(self._project, "argv_flags", None) or {})  # as the script is started
         self.generic_visit(node)
 
     # ---- name resolution ---------------------------------------------------------------------------
@@ -131,6 +159,9 @@ class ModuleScanner(ast.NodeVisitor):
     def add(self, finding: Finding, once_key=None):
         key = once_key or (finding.section, finding.name, finding.line, finding.detail)
         guard = self._guard()
+        if (finding.error and guard is None and self._dispatch and finding.section not in ("option", "parameter_map")
+                and not any(taken is False for _, taken in self._conditions)):
+            finding = dispatched(finding, self._dispatch[-1])
         if finding.error and guard is not None and finding.section not in ("option", "parameter_map"):
             finding = replace(finding, status=f"{finding.status}, {guard[0]}", detail=f"{finding.detail}; {guard[1]}",
                               error=False)
@@ -150,9 +181,11 @@ class ModuleScanner(ast.NodeVisitor):
             index = self._seen[key]
             if finding.error and not self.findings[index].error and guard is None:
                 self.findings[index] = finding  # also used where nothing guards it: that use raises
+                self.finding_contexts[index] = self.context
             return
         self._seen[key] = len(self.findings)
         self.findings.append(finding)
+        self.finding_contexts.append(self.context)
 
     # ---- code that runs only in a branch TensorFlow 1 scripts do not take here -------------------------
     def _guard(self):
@@ -172,19 +205,67 @@ class ModuleScanner(ast.NodeVisitor):
         self.visit(node.test)
         tpu = _mentions_tpu(node.test)
         condition = None if tpu else flag_condition(node.test, self._flags())
+        dispatch = None if tpu or condition is not None else dispatch_condition(node.test)
         self._tpu_only += tpu
         if condition is not None:
             self._conditions.append(condition)
+        if dispatch is not None:
+            self._dispatch.append(dispatch)
         for statement in node.body:
             self.visit(statement)
         self._tpu_only -= tpu
         if condition is not None:
             text, taken = self._conditions.pop()
             self._conditions.append((f"not {text}", None if taken is None else not taken))
+        if dispatch is not None:
+            self._dispatch[-1] = f"not {dispatch}"
         for statement in node.orelse:
             self.visit(statement)
         if condition is not None:
             self._conditions.pop()
+        if dispatch is not None:
+            self._dispatch.pop()
+
+    # ---- what the run can reach (see reach.py): definitions, and the names read with their conditions ----
+    def _reference_condition(self):
+        """Why a name read here may not be read when the script runs (a TPU / fallback branch, a flag branch
+        the defaults do not take, a config-dict or string test, a dict of choices), or None."""
+        guard = self._guard()
+        if guard is not None:
+            return guard[0]
+        not_taken = next((text for text, taken in self._conditions if taken is False), None)
+        if not_taken is not None:
+            return not_taken
+        if self._dispatch:
+            return self._dispatch[-1]
+        if self._dict_value:
+            return "its key is chosen from a dict of choices"
+        return None
+
+    def _reference(self, name):
+        self.references.append((name, self.context, self._reference_condition(), self._stored_in))
+
+    def _define(self, node, kind):
+        registered = any(not (isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod", "property"))
+                         for d in getattr(node, "decorator_list", ()))
+        for decorator in getattr(node, "decorator_list", ()):  # `@ops.RegisterGradient("BasicLSTMCell")`
+            if (isinstance(decorator, ast.Call) and isinstance(decorator.func, (ast.Attribute, ast.Name))
+                    and getattr(decorator.func, "attr", getattr(decorator.func, "id", "")) == "RegisterGradient"
+                    and decorator.args and isinstance(decorator.args[0], ast.Constant)):
+                registered = f"the graph has a `{decorator.args[0].value}` op whose gradient is taken"
+        outer = self.context
+        if kind == "class":
+            context = node.name if outer is None else f"{outer}.{node.name}"
+            self.defines[context] = (node.name, "class", None, registered)
+            return context
+        owner = self._class_stack[-1] if self._class_stack and outer == self._class_stack[-1][1] else None
+        if owner is not None:
+            context = f"{owner[0]}.{node.name}"
+            self.defines[context] = (node.name, "method", owner[0], registered)
+        else:
+            context = node.name if outer is None else f"{outer}.{node.name}"
+            self.defines[context] = (node.name, "function", None, registered)
+        return context
 
     def visit_IfExp(self, node):
         self.visit(node.test)
@@ -205,12 +286,16 @@ class ModuleScanner(ast.NodeVisitor):
                 self.aliases[root] = root
                 self._bound.add(root)
             self._adapter_module_import(node, alias.name)
+            self._generated_module(node, alias.name)
             self._tensorflow_import(node, alias.name, ())
             if self._local_import(alias.name, 0) is None:
                 self._installed(node, alias.name)
 
     def visit_ImportFrom(self, node):
         module = node.module or ""
+        for alias in node.names:
+            if alias.name != "*":
+                self._generated_module(node, module, alias.name)
         local = self._local_import(module, node.level, [a.name for a in node.names if a.name != "*"])
         if local is None and not node.level:
             self._installed(node, module)
@@ -271,11 +356,17 @@ class ModuleScanner(ast.NodeVisitor):
         """Scan the local module an import refers to (and `from pkg import sub` submodules); its scanner."""
         if self._project is None:
             return None
+        condition = self._reference_condition()
         for name in names:
             sub = self._project.resolve(f"{module}.{name}" if module else name, level, self._path)
             if sub is not None:
+                self.imports.append((sub, self.context, condition))
                 self._project.scan(sub)
         path = self._project.resolve(module, level, self._path) if module or level else None
+        if path is not None:
+            self.imports.append((path, self.context, condition))
+            for parent in _package_inits(path, self._project.root):  # `import pkg.sub` runs pkg/__init__.py too
+                self.imports.append((parent, self.context, condition))
         return self._project.scan(path) if path is not None else None
 
     def visit_Try(self, node):
@@ -305,9 +396,54 @@ class ModuleScanner(ast.NodeVisitor):
             return
         if self._project is not None and os.path.isdir(os.path.join(self._project.root, top)):
             return  # a directory next to the script without __init__.py: a namespace package Python imports
+        if (self._project is not None and self._project.changes_sys_path()
+                and not any(scanner.adds_outside_path for scanner in self._project.scanners.values())):
+            # The scripts add to sys.path (`sys.path.insert(0, osp.join(root_dir, 'lib'))`): look for it in the
+            # script's model folder; what is found there is followed as a local module.
+            found = self._project.in_model_folder(top)
+            if found:
+                for path in found:
+                    if os.path.isfile(path):
+                        self.imports.append((path, self.context, self._reference_condition()))
+                        self._project.scan(path)
+                self.add(Finding(node.lineno, "imports", top, "found through sys.path",
+                                 f"not next to the script; the scripts add to sys.path, and the model folder has it "
+                                 f"({', '.join(os.path.relpath(p, self._project.root) for p in found)}): followed "
+                                 f"from there"), once_key=("imports", top))
+                return
+            self.add(Finding(node.lineno, "imports", top, "not installed",
+                             "not next to the script, not installed here, and no folder of the script's model folder "
+                             "has it (the scripts add to sys.path, but nothing there can provide it): "
+                             "ModuleNotFoundError", True), once_key=("imports", top))
+            return
         self.add(Finding(node.lineno, "imports", top, "not installed",
                          "neither a module next to the script nor installed here: ModuleNotFoundError", True),
                  once_key=("imports", top))
+
+    def _generated_module(self, node, module, name=None):
+        """`from avod.protos import model_pb2`: a `_pb2` module that is not there but whose `.proto` is, so the
+        folder's build step (protoc, usually in its launch script) makes it: ImportError until that runs."""
+        dotted = f"{module}.{name}" if name else module
+        leaf = dotted.rpartition(".")[2]
+        if not leaf.endswith("_pb2") or self._project is None or getattr(self, "_guarded", 0):
+            return
+        package = dotted.rpartition(".")[0].split(".") if "." in dotted else []
+        if node.level:
+            bases = [os.path.dirname(os.path.abspath(self._path))]
+            for _ in range(node.level - 1):
+                bases = [os.path.dirname(bases[0])]
+        else:
+            bases = [self._project.root, *self._project._package_roots(package[0] if package else leaf)]
+        for base in bases:
+            folder = os.path.join(base, *package)
+            proto = os.path.join(folder, leaf[:-len("_pb2")] + ".proto")
+            if os.path.isfile(proto) and not any(os.path.exists(os.path.join(folder, leaf + ext))
+                                                 for ext in (".py", ".pyc")):
+                self.add(Finding(node.lineno, "imports", dotted, "needs its build step",
+                                 f"generated by protoc from {os.path.relpath(proto, self._project.root)}, which is "
+                                 f"there, but the module is not: ImportError until the folder's build step (its "
+                                 f"launch script's protoc run) makes it", True), once_key=("imports", dotted))
+                return
 
     def _tensorflow_import(self, node, module, names):
         """Imports of TensorFlow paths: removed modules, TF 1 paths the TF1 world provides, tf.contrib."""
@@ -315,6 +451,8 @@ class ModuleScanner(ast.NodeVisitor):
             return
         if module.startswith("tensorflow.contrib"):
             targets = [module] if not names else [f"{module}.{n}" for n in names]
+            if names and check_tensorflow.world_available():
+                targets = [t for t in targets if not self._imported_unsupported_name(node, t)]
         elif module.split(".")[1:2] in (["python"], ["core"], ["examples"]):
             result = check_tensorflow.classify_module_path(module, imported_module=True)
             if result is not None:
@@ -325,6 +463,20 @@ class ModuleScanner(ast.NodeVisitor):
             targets = [f"{module}.{n}" for n in names] if module in ("tensorflow", "tensorflow.compat.v1") else []
         for target in targets:
             self._use(node, target)
+
+    def _imported_unsupported_name(self, node, target) -> bool:
+        """`from tensorflow.contrib.seq2seq import dynamic_decode` imports (the TF1 world gives a stand-in that
+        raises AdapterAPIError when called, as tacotron2_ID0018 imports it and never calls it): the import is
+        listed, not counted; each use of the name is judged where it is."""
+        result = check_tensorflow.classify(target, world=True)
+        if (result is None or not result[2] or not result[1].startswith("raises AdapterAPIError when used")
+                or "not in npurun's tf.contrib table" in result[1]):  # (a module not in the table: the import raises)
+            return False
+        self.add(Finding(node.lineno, "tensorflow", target, f"{result[0]}, imported",
+                         f"importing it works; using it {result[1][len('raises '):]}".replace(
+                             "using it AdapterAPIError when used", "using it raises AdapterAPIError"), False),
+                 once_key=("tensorflow import", target))
+        return True
 
     def _missing_adapter_name(self, node, module, name, error):
         self.add(Finding(node.lineno, "adapter", f"{module}.{name}", "not provided",
@@ -343,7 +495,12 @@ class ModuleScanner(ast.NodeVisitor):
     # ---- uses --------------------------------------------------------------------------------------
     def visit_Name(self, node):
         if isinstance(node.ctx, ast.Load):
+            self._reference(node.id)
             self._loaded.setdefault(node.id, node.lineno)
+            where = self._load_states.setdefault(node.id, [])
+            if len(where) < 8:  # where it is read, to say under which condition an undefined name is read (finish)
+                where.append((node.lineno, tuple(self._conditions), tuple(self._dispatch), self._tpu_only,
+                              self._fallback, self.context))
             self._use(node, self.qualified(node))
         else:
             self._bound.add(node.id)
@@ -351,7 +508,24 @@ class ModuleScanner(ast.NodeVisitor):
     # ---- names a module binds (for names a star import was expected to provide) ----------------------
     def _bind(self, node):
         self._bound.add(node.name)
-        self.generic_visit(node)
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        for part in ("args", "returns", "bases", "keywords"):
+            value = getattr(node, part, None)
+            for child in (value if isinstance(value, list) else [value] if value is not None else []):
+                self.visit(child)
+        context = self._define(node, "class" if isinstance(node, ast.ClassDef) else "function")
+        saved = self.context
+        if isinstance(node, ast.ClassDef):
+            # A class body runs where the class is defined; its methods are contexts of their own.
+            self._class_stack.append((context, saved))
+        else:
+            self.context = context
+        for statement in node.body:
+            self.visit(statement)
+        self.context = saved
+        if isinstance(node, ast.ClassDef):
+            self._class_stack.pop()
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _bind
 
@@ -390,12 +564,19 @@ class ModuleScanner(ast.NodeVisitor):
                                  "if that line runs; scripts usually reach it only under six.PY2 / a version "
                                  "check"), once_key=("adapter", name))
             elif name not in known:
-                self.add(Finding(line, "adapter", name, "not provided",
-                                 f"used but never defined here, and `from {self._adapter_star} import *` does not "
-                                 f"bring it in: NameError (not in npurun's coverage table, docs/compat.md)", True),
-                         once_key=("adapter", name))
+                for line, self._conditions, self._dispatch, self._tpu_only, self._fallback, self.context in (
+                        self._load_states.get(name) or [(line, (), (), 0, 0, None)]):
+                    # each read under the condition it is read under (AlignedReID's `DD` under --mode cmc)
+                    self._conditions, self._dispatch = list(self._conditions), list(self._dispatch)
+                    self.add(Finding(line, "adapter", name, "not provided",
+                                     f"used but never defined here, and `from {self._adapter_star} import *` does "
+                                     f"not bring it in: NameError (not in npurun's coverage table, docs/compat.md)",
+                                     True), once_key=("adapter", name))
+                self._conditions, self._dispatch, self._tpu_only, self._fallback, self.context = [], [], 0, 0, None
 
     def visit_Attribute(self, node):
+        if isinstance(node.ctx, ast.Load):
+            self._reference(node.attr)
         qualified = self.qualified(node)
         if qualified is not None and self._use(node, qualified):
             return  # the whole dotted name is reported; do not report its parts
@@ -438,7 +619,7 @@ class ModuleScanner(ast.NodeVisitor):
                 shown = ".".join(parts[:4 + _deep_contrib_path_length(parts[2:])])
             else:
                 shown = ".".join(parts[:3 + 2 * (parts[1:3] == ["compat", "v1"])])
-            result = check_tensorflow.classify(shown, world=True)
+            result = check_tensorflow.classify(shown, world=True, tf2=getattr(self._project, "tf2", False))
             if result is not None:
                 self._tensorflow_finding(node, shown, result)
                 return True
@@ -478,6 +659,20 @@ class ModuleScanner(ast.NodeVisitor):
                          True), once_key=("installed", f"{module}.{attribute}"))
         return True
 
+    def _installed_keywords(self, node, qualified):
+        """`TSNE(..., n_iter=5000)`: a keyword the installed third-party callable no longer takes (its source says)."""
+        root = qualified.split(".")[0]
+        if root in aliases.ROOTS or root in _WORLD_ROOTS or root in ("numpy", "os", "sys"):
+            return
+        if self._project is not None and (self._project.resolve(root, 0, self._path) is not None
+                                          or os.path.isdir(os.path.join(self._project.root, root))):
+            return
+        found = unknown_keywords(qualified, [k.arg for k in node.keywords])
+        if found:
+            unknown, why = found
+            self.add(Finding(node.lineno, "installed", f"{qualified}({unknown[0]}=)", "no such keyword", why, True),
+                     once_key=("installed", f"{qualified}({unknown[0]}=)"))
+
     def _tensorflow_finding(self, node, name, result):
         status, detail, error = result
         self.add(Finding(node.lineno, "tensorflow", name, status, detail, error), once_key=("tensorflow", name))
@@ -489,11 +684,41 @@ class ModuleScanner(ast.NodeVisitor):
                 isinstance(func.value, ast.Attribute) and func.value.attr == "path" and \
                 isinstance(func.value.value, ast.Name) and func.value.value.id == "sys":
             self.changes_sys_path = True
-        for finding in run_config_findings(node, self.qualified(node.func), self._script_dir()):
+            if any(isinstance(a, ast.Constant) and isinstance(a.value, str) and os.path.isabs(a.value)
+                   for a in node.args):
+                self.adds_outside_path = True  # `sys.path.append('/opt/sdk')`: modules may come from anywhere
+        qualified = self.qualified(node.func)
+        for finding in run_config_findings(node, qualified, self._script_dir()):
             self.add(finding)
+        if qualified and node.keywords:
+            self._installed_keywords(node, qualified)
+        saved, self._stored_in = self._stored_in, None  # what a call reads runs, wherever its result is stored
         self.generic_visit(node)
+        self._stored_in = saved
+
+    def visit_Constant(self, node):
+        # `getattr(module, 'make_model')`, `{'model': 'make_model'}`: a function picked by its name as a string
+        if isinstance(node.value, str) and node.value.isidentifier():
+            self.references.append((node.value, self.context, BY_STRING, self._stored_in))
+
+    def visit_Dict(self, node):
+        for key in node.keys:
+            if key is not None:
+                self.visit(key)
+        self._dict_value += 1
+        for value in node.values:
+            self.visit(value)
+        self._dict_value -= 1
 
     def visit_Assign(self, node):
+        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        if len(names) == len(node.targets):  # `host_call = (host_call_fn, [...])`: read only if `host_call` is
+            saved, self._stored_in = self._stored_in, tuple(names)
+            self.visit(node.value)
+            self._stored_in = saved
+            for target in node.targets:
+                self.visit(target)
+            return
         for target in node.targets:
             finding = parameter_map_finding(target, node.value, node.lineno, self._script_dir())
             if finding is None:

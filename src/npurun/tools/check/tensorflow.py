@@ -115,12 +115,15 @@ def target_availability(target: str) -> str:
     return f"not available yet: no module {module!r}"
 
 
-def classify(qualified: str, world: bool):
+def classify(qualified: str, world: bool, tf2: bool = False):
     """(status, detail, error) for a use of `qualified` (a dotted `tensorflow...` name), or None if unremarkable.
 
     `world`: the name was reached through `import tensorflow` (TF 1's API under npurun run), not
-    `tensorflow.compat.v1`."""
+    `tensorflow.compat.v1`. `tf2`: the script imports `npu_device` (the adapter's TensorFlow 2 package), so
+    `npurun run` keeps TensorFlow 2's API for it: `tf.X.Y` is looked up there (`tf.random.set_seed`)."""
     parts = qualified.split(".")
+    if tf2 and world and parts[1:2] not in (["contrib"], ["compat"], ["python"], ["core"], ["examples"], ["tools"]):
+        return _classify_api(parts[1:], tf_api_names.TF2, "tf", world=False, version="2")
     if parts[1:2] == ["contrib"]:
         return classify_contrib(".".join(parts[2:]))
     if parts[1:3] == ["compat", "v1"]:
@@ -132,15 +135,16 @@ def classify(qualified: str, world: bool):
     return None
 
 
-def _classify_api(parts, api, shown, world):
+def _classify_api(parts, api, shown, world, version="1"):
     if not parts or parts[0] in OWN_TABLES or parts[0] == "compat" or parts[0].startswith("_"):
         return None  # (module attributes such as tf.__version__ are not API names)
     name, member = parts[0], (parts[1] if len(parts) > 1 and not parts[1].startswith("_") else None)
     if name not in api:
-        return ("error", f"{shown}.{name} does not exist in TensorFlow 1's API here (AttributeError)", True)
+        return ("error", f"{shown}.{name} does not exist in TensorFlow {version}'s API here (AttributeError)", True)
     members = api[name]
     if member is not None and members and member not in members:
-        return ("error", f"{shown}.{name}.{member} does not exist in TensorFlow 1's API here (AttributeError)", True)
+        return ("error", f"{shown}.{name}.{member} does not exist in TensorFlow {version}'s API here (AttributeError)",
+                True)
     if not world:
         return None
     tf2 = tf_api_names.TF2
