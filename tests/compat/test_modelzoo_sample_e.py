@@ -1,0 +1,92 @@
+"""Issue 23's seed-2026 sample, part e: gaps its real scripts hit, each in the style of the script that hit it.
+
+One `npurun run` subprocess runs one script with a section per gap (each prints its own line or the error it
+raised), so the gaps cost one start-up of TensorFlow together.
+"""
+import pytest
+
+SAMPLE_E_SCRIPT = '''\
+import os
+import tempfile
+
+import numpy as np
+from npu_bridge.npu_init import *
+import tensorflow.compat.v1 as tf
+
+
+def section(name, body):
+    try:
+        body()
+    except Exception as error:  # each section reports its own failure; the others still run
+        print(name, "raised", type(error).__name__, error)
+
+
+# SpineNet_ID0709's executor (and XLNet_ID0025's model_utils): a GPU-style branch builds the adapter's
+# strategy and hands it to NPURunConfig(train_distribute=...) of an NPUEstimator.
+def strategy_in_run_config():
+    def model_fn(features, labels, mode, params):
+        logits = tf.layers.dense(features["x"], 2, name="head")
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, tf.train.get_or_create_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    def input_fn(params):
+        x = np.random.RandomState(0).rand(16, 4).astype(np.float32)
+        y = (x[:, 0] > 0.5).astype(np.int32)
+        return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(params["batch_size"])
+
+    strategy = npu_strategy.NPUStrategy()
+    tf.logging.info("Number of devices: %s", strategy.num_replicas_in_sync)
+    model_params = {"batch_size": 4}
+    npu_run_config = NPURunConfig(train_distribute=strategy, model_dir=tempfile.mkdtemp(), log_step_count_steps=1)
+    estimator = NPUEstimator(model_fn=model_fn, config=npu_run_config_init(npu_run_config), params=model_params)
+    total_steps = 3
+    estimator.train(input_fn=input_fn, max_steps=total_steps, hooks=npu_hooks_append(hooks_list=total_steps))
+    print("strategy_estimator", strategy.num_replicas_in_sync, estimator.get_variable_value("global_step"),
+          type(strategy).__name__)
+
+
+section("strategy_estimator", strategy_in_run_config)
+
+
+# Fixmatch_ID0843's imagenet/training.py: the strategy's devices size the batch, variables are made under
+# its scope, and the input pipeline goes through experimental_distribute_dataset (sharded by rank there).
+def strategy_scope():
+    from npu_bridge.estimator.npu import npu_strategy as strategies
+
+    with tf.Graph().as_default():
+        distribution_strategy = strategies.NPUStrategy()
+        num_workers = len(distribution_strategy.extended.worker_devices)
+        batch_size = 4 * num_workers
+        with distribution_strategy.scope():
+            weights = tf.get_variable("w", [3], initializer=tf.ones_initializer())
+        dataset = tf.data.Dataset.range(8).batch(batch_size)
+        distributed = distribution_strategy.experimental_distribute_dataset(dataset)
+        first = tf.data.make_one_shot_iterator(dataset).get_next()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            print("strategy_scope", num_workers, batch_size, sess.run(weights).tolist(), sess.run(first).tolist(),
+                  distribution_strategy.num_replicas_in_sync, distributed is not None)
+
+
+section("strategy_scope", strategy_scope)
+'''
+
+
+@pytest.fixture(scope="module")
+def sample_e_run(tmp_path_factory):
+    from .conftest import run_compat
+
+    folder = tmp_path_factory.mktemp("sample_e")
+    (folder / "train.py").write_text(SAMPLE_E_SCRIPT)
+    done = run_compat("run", folder / "train.py", cwd=folder)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_npu_strategy_in_an_npu_run_config_trains_as_one_device(sample_e_run):
+    assert "strategy_estimator 1 3 NPUStrategy" in sample_e_run, sample_e_run[-2000:]
+
+
+def test_npu_strategy_scope_and_distributed_dataset_in_a_graph(sample_e_run):
+    assert "strategy_scope 1 4 [1.0, 1.0, 1.0] [0, 1, 2, 3] 1 True" in sample_e_run, sample_e_run[-2000:]
