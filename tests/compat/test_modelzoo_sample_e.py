@@ -90,3 +90,34 @@ def test_npu_strategy_in_an_npu_run_config_trains_as_one_device(sample_e_run):
 
 def test_npu_strategy_scope_and_distributed_dataset_in_a_graph(sample_e_run):
     assert "strategy_scope 1 4 [1.0, 1.0, 1.0] [0, 1, 2, 3] 1 True" in sample_e_run, sample_e_run[-2000:]
+
+
+# texting_ID0193's utils.py (4 folders): SciPy 1.8 made `scipy.sparse.linalg.eigen` a deprecation shim module, so the
+# import below is a ModuleNotFoundError before training starts; check said "0 will raise" for it.
+TEXTING_UTILS = '''\
+import numpy as np
+import pickle as pkl
+import scipy.sparse as sp
+from scipy.sparse.linalg.eigen.arpack import eigsh
+import sys, re
+
+
+def load_data(dataset_str, data_url):
+    return pkl.load(open("{}/ind.{}.x_adj".format(data_url, dataset_str), "rb"))
+'''
+
+
+def test_check_names_an_import_below_an_installed_plain_module():
+    from npurun.tools.check import check_source
+
+    findings = {f.name: f for f in check_source(TEXTING_UTILS)}
+    missing = findings["scipy.sparse.linalg.eigen.arpack"]
+    assert missing.error and "not a package" in missing.detail and "ModuleNotFoundError" in missing.detail
+    assert not any(f.error for name, f in findings.items() if name != "scipy.sparse.linalg.eigen.arpack")
+
+
+def test_check_still_accepts_the_imports_that_exist():
+    from npurun.tools.check import check_source
+
+    source = "from scipy.sparse.linalg import eigsh\nimport scipy.sparse.linalg\nfrom scipy.io import loadmat\n"
+    assert not [f for f in check_source(source) if f.error]

@@ -13,7 +13,7 @@ from dataclasses import replace
 from ...adapter import tables as aliases
 from . import tensorflow as check_tensorflow
 from .conditions import flag_condition, flag_defaults
-from .installed import missing_attribute
+from .installed import missing_attribute, not_a_package
 from .module_names import _module_level_names
 from .options import global_options_finding, parameter_map_finding, run_config_findings
 from .report import Finding
@@ -301,13 +301,24 @@ class ModuleScanner(ast.NodeVisitor):
         """An import of a module that is neither local, nor an adapter / TensorFlow path, nor installed."""
         top = module.split(".")[0]
         if (not top or getattr(self, "_guarded", 0) or top in aliases.ROOTS or top in ("tensorflow", "horovod")
-                or check_tensorflow.module_exists(top)):
+                or self._installed_submodule(node, module) or check_tensorflow.module_exists(top)):
             return
         if self._project is not None and os.path.isdir(os.path.join(self._project.root, top)):
             return  # a directory next to the script without __init__.py: a namespace package Python imports
         self.add(Finding(node.lineno, "imports", top, "not installed",
                          "neither a module next to the script nor installed here: ModuleNotFoundError", True),
                  once_key=("imports", top))
+
+    def _installed_submodule(self, node, module) -> bool:
+        """An import of a path below an installed plain module (TexTING's `scipy.sparse.linalg.eigen.arpack`)."""
+        if self._project is not None and self._project.resolve(module.split(".")[0], 0, self._path) is not None:
+            return False  # a local module of that name is what the script imports
+        found = not_a_package(module)
+        if found is None:
+            return False
+        self.add(Finding(node.lineno, "installed", module, "does not exist", found[1], True),
+                 once_key=("installed", module))
+        return True
 
     def _tensorflow_import(self, node, module, names):
         """Imports of TensorFlow paths: removed modules, TF 1 paths the TF1 world provides, tf.contrib."""
