@@ -121,3 +121,48 @@ def test_check_still_accepts_the_imports_that_exist():
 
     source = "from scipy.sparse.linalg import eigsh\nimport scipy.sparse.linalg\nfrom scipy.io import loadmat\n"
     assert not [f for f in check_source(source) if f.error]
+
+
+# VDSR_ID2114's VDSR.py: a module constant picks the input pipeline, and the branch it does not pick reads a name
+# the script never defines (MAX_EPOCH became a flag, args.MAX_EPOCH); check counted that NameError as raising.
+VDSR_MAIN = '''\
+import tensorflow as tf
+from npu_bridge.npu_init import *
+import argparse
+
+BATCH_SIZE = 64
+USE_QUEUE_LOADING = True
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--MAX_EPOCH", type=int, default=100)
+args = parser.parse_args()
+
+if __name__ == '__main__':
+    if not USE_QUEUE_LOADING:
+        train_input = tf.placeholder(tf.float32, shape=(BATCH_SIZE, 41, 41, 1))
+    with tf.Session() as sess:
+        if USE_QUEUE_LOADING:
+            for epoch in range(0, args.MAX_EPOCH):
+                pass
+        else:
+            for epoch in range(0, MAX_EPOCH):
+                print(train_input, UNDEFINED_TOO)
+    print(UNDEFINED_TOO)
+'''
+
+
+def test_check_does_not_count_a_name_error_on_the_branch_a_module_constant_rules_out():
+    from npurun.tools.check import check_source
+
+    findings = {f.name: f for f in check_source(VDSR_MAIN)}
+    max_epoch = findings["MAX_EPOCH"]
+    assert not max_epoch.error and "only if not `USE_QUEUE_LOADING` (USE_QUEUE_LOADING = True in the module)" in \
+        max_epoch.status and "edited so" in max_epoch.detail
+    assert findings["UNDEFINED_TOO"].error  # also read outside the branch: it raises
+
+
+def test_a_constant_the_module_rebinds_decides_nothing():
+    from npurun.tools.check import check_source
+
+    source = VDSR_MAIN.replace("args = parser.parse_args()", "args = parser.parse_args()\nUSE_QUEUE_LOADING = False")
+    assert {f.name: f for f in check_source(source)}["MAX_EPOCH"].error

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from ...adapter import tables as aliases
 from . import tensorflow as check_tensorflow
-from .conditions import flag_condition, flag_defaults
+from .conditions import flag_condition, flag_defaults, module_constants
 from .installed import missing_attribute, not_a_package
 from .module_names import _module_level_names
 from .options import global_options_finding, parameter_map_finding, run_config_findings
@@ -86,6 +86,7 @@ class ModuleScanner(ast.NodeVisitor):
         self._project, self._path = project, path
         self._bound: set = set()  # every name this module binds, in any scope
         self._loaded: dict = {}  # name -> first line it is read
+        self._loaded_branches: dict = {}  # name -> the `if` conditions around every read (None: one is unguarded)
         self._adapter_star = None  # the adapter module of a star import, if any
         self._unknown_star = False  # a star import whose names are not known statically
         self.changes_sys_path = False  # sys.path.append/insert/extend: other modules may become importable
@@ -109,6 +110,7 @@ class ModuleScanner(ast.NodeVisitor):
         self._top_level, self._all = _module_level_names(node.body)
         self.visited = True
         self._flags().update(flag_defaults(node))
+        self._constants = module_constants(node)
         self.generic_visit(node)
 
     # ---- name resolution ---------------------------------------------------------------------------
@@ -138,9 +140,11 @@ class ModuleScanner(ast.NodeVisitor):
             not_taken = next((text for text, taken in self._conditions if taken is False), None)
             if not_taken is not None:
                 guard = ("flag-only branch", not_taken)
+                how = ("the flags' defaults do not take: it raises only when the script is started so"
+                       if "--" in not_taken else "the module's constants do not take: it raises only if the "
+                                                 "script is edited so")
                 finding = replace(finding, status=f"{finding.status}, only if {not_taken}",
-                                  detail=f"{finding.detail}; the line runs only if {not_taken}, which the flags' "
-                                         f"defaults do not take: it raises only when the script is started so",
+                                  detail=f"{finding.detail}; the line runs only if {not_taken}, which {how}",
                                   error=False)
             else:
                 text, taken = self._conditions[-1]
@@ -171,7 +175,7 @@ class ModuleScanner(ast.NodeVisitor):
     def visit_If(self, node):
         self.visit(node.test)
         tpu = _mentions_tpu(node.test)
-        condition = None if tpu else flag_condition(node.test, self._flags())
+        condition = None if tpu else flag_condition(node.test, self._flags(), getattr(self, "_constants", None))
         self._tpu_only += tpu
         if condition is not None:
             self._conditions.append(condition)
@@ -355,6 +359,13 @@ class ModuleScanner(ast.NodeVisitor):
     def visit_Name(self, node):
         if isinstance(node.ctx, ast.Load):
             self._loaded.setdefault(node.id, node.lineno)
+            # a name read only under one `if` the defaults do not take raises only there (VDSR's MAX_EPOCH);
+            # read elsewhere too, it is judged as unguarded
+            branch = tuple(self._conditions) or None
+            if node.id not in self._loaded_branches:
+                self._loaded_branches[node.id] = branch
+            elif self._loaded_branches[node.id] != branch:
+                self._loaded_branches[node.id] = None
             self._use(node, self.qualified(node))
         else:
             self._bound.add(node.id)
@@ -401,10 +412,12 @@ class ModuleScanner(ast.NodeVisitor):
                                  "if that line runs; scripts usually reach it only under six.PY2 / a version "
                                  "check"), once_key=("adapter", name))
             elif name not in known:
+                self._conditions = list(self._loaded_branches.get(name) or ())
                 self.add(Finding(line, "adapter", name, "not provided",
                                  f"used but never defined here, and `from {self._adapter_star} import *` does not "
                                  f"bring it in: NameError (not in npurun's coverage table, docs/compat.md)", True),
                          once_key=("adapter", name))
+        self._conditions = []
 
     def visit_Attribute(self, node):
         qualified = self.qualified(node)
