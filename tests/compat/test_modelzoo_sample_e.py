@@ -166,3 +166,32 @@ def test_a_constant_the_module_rebinds_decides_nothing():
 
     source = VDSR_MAIN.replace("args = parser.parse_args()", "args = parser.parse_args()\nUSE_QUEUE_LOADING = False")
     assert {f.name: f for f in check_source(source)}["MAX_EPOCH"].error
+
+
+# SpineNet_ID0709's official/efficientnet/condconv/condconv_layers.py (4 folders): a Keras-style layer's build sets
+# `tf.layers.InputSpec`, which the TF1 world has; check called it "not provided" (a false "will raise").
+CONDCONV_LAYERS = '''\
+from npu_bridge.npu_init import *
+import tensorflow.compat.v1 as tf
+
+
+class CondConv2D(tf.keras.layers.Conv2D):
+    def build(self, input_shape):
+        channel_axis = -1
+        input_dim = int(input_shape[channel_axis])
+        self.input_spec = tf.layers.InputSpec(ndim=self.rank + 2, axes={channel_axis: input_dim})
+        self.built = True
+
+
+def conv(inputs):
+    return tf.layers.Conv2DTranspose(8, 3)(tf.layers.SeparableConv2D(8, 3)(inputs))
+'''
+
+
+def test_check_knows_every_class_of_tf115s_tf_layers():
+    from npurun.tools.check import check_source
+
+    findings = check_source(CONDCONV_LAYERS)
+    assert not [f for f in findings if f.error], [f for f in findings if f.error]
+    spec = next(f for f in findings if f.name.endswith("layers.InputSpec"))
+    assert spec.status == "provided by `npurun run`"
