@@ -11,7 +11,7 @@ SCRIPT = textwrap.dedent("""\
     import tensorflow.compat.v1 as tf
     from npu_bridge.npu_init import *
     from npu_bridge.estimator import npu_ops
-    import npu_bridge.estimator.npu.npu_strategy
+    import npu_bridge.estimator.npu.keras_to_npu
 
     config = NPURunConfig(iterations_per_loop=10, precision_mode="allow_mix_precision", enable_small_channel=1,
                           graph_memory_max_size=str(26 * 1024 ** 3), op_debug_level=9, no_such_option=True)
@@ -68,7 +68,7 @@ def test_adapter_and_tensorflow_names():
     assert not found["npu_bridge.estimator.npu_ops.dropout"].error
     lars = found["npu_bridge.estimator.npu_ops.LARS"]
     assert lars.status == "unsupported" and lars.error and "fused Ascend kernel" in lars.detail
-    rnn = found["npu_bridge.estimator.npu.npu_strategy"]
+    rnn = found["npu_bridge.estimator.npu.keras_to_npu"]
     assert rnn.error and "importing it raises" in rnn.detail
     assert found["npu_bridge.npu_init.set_split_strategy_by_idx"].status == "accepted, no effect here"
     assert "npu_bridge.npu_init.get_rank_id" in found  # brought in by the star import
@@ -81,7 +81,7 @@ def test_cli_text_json_and_exit_status(tmp_path):
     script = tmp_path / "s.py"
     script.write_text(SCRIPT)
     text = run_compat("check", script)
-    assert text.returncode == 1  # LARS, npu_strategy, bad op_debug_level, unknown option
+    assert text.returncode == 1  # LARS, keras_to_npu, bad op_debug_level, unknown option
     assert "NPURunConfig / RunConfig options:" in text.stdout and "will raise here (marked !)" in text.stdout
     assert " ! line 10: npu_bridge.estimator.npu_ops.LARS -- unsupported" in text.stdout
     data = json.loads(run_compat("check", script, "--format", "json").stdout)

@@ -80,15 +80,15 @@ def test_unsupported_name_raises_naming_itself_on_every_use(active):
 
 
 def test_unsupported_and_unknown_modules_raise_on_import(active):
-    with pytest.raises(AdapterAPIError, match=r"npu_bridge\.estimator\.npu\.npu_strategy is not supported by "
-                                               r"npurun: the NPU tf\.distribute strategy"):
-        import npu_bridge.estimator.npu.npu_strategy  # noqa: F401
+    with pytest.raises(AdapterAPIError, match=r"npu_bridge\.estimator\.npu\.keras_to_npu is not supported by "
+                                               r"npurun: TF 2\.21 ships Keras 3"):
+        import npu_bridge.estimator.npu.keras_to_npu  # noqa: F401
     with pytest.raises(ImportError, match=r"npu_bridge\.estimator\.npu\.npu_callbacks is not provided by npurun's "
                                           r"compatibility layer"):
         import npu_bridge.estimator.npu.npu_callbacks  # noqa: F401
     import npu_bridge.estimator.npu as npu
-    with pytest.raises(AdapterAPIError, match="npu_strategy"):
-        npu.npu_strategy.NPUStrategy  # the attribute of the package is a placeholder
+    with pytest.raises(AdapterAPIError, match="keras_to_npu"):
+        npu.keras_to_npu.model_to_npu_estimator  # the attribute of the package is a placeholder
 
 
 def test_unknown_attribute_is_an_attribute_error_naming_it(active):

@@ -178,8 +178,15 @@ NPU_DYNAMIC_RNN = {
 }
 _UNSUPPORTED_MODULES = {
     "keras_to_npu": Unsupported(_NOT_KERAS3),
-    "npu_strategy": Unsupported("the NPU tf.distribute strategy; npurun distributes through NPUEstimator "
-                                "and npurun.distribute"),
+}
+_STRATEGY = "npurun.adapter.npu_strategy"
+NPU_STRATEGY = {
+    "NPUStrategy": Mapped(f"{_STRATEGY}:NPUStrategy",
+                          "TensorFlow's one-device strategy on this rank's training device (the adapter's default "
+                          "\"/cpu:0\" is its host; the model trains on the NPU there, on the GPU or CPU here), "
+                          "num_replicas_in_sync = the rank count, a distributed dataset sharded by rank; gradients "
+                          "are summed by NPUDistributedOptimizer, as on Ascend"),
+    "NPUExtended": Mapped(f"{_STRATEGY}:NPUExtended"),
 }
 NPU_UNARY_OPS = {
     "gelu": Mapped(f"{_OPS}:gelu", "tanh approximation, written with TensorFlow ops (TensorFlow differentiates it)"),
@@ -220,6 +227,7 @@ NPU_INIT = {
     "npu_rnn": Mapped("npu_bridge.estimator.npu.npu_rnn"),
     "npu_unary_ops": Mapped("npu_bridge.estimator.npu_unary_ops.npu_unary_ops"),
     "hccl_ops": Mapped("npu_bridge.hccl.hccl_ops"),
+    "npu_strategy": Mapped("npu_bridge.estimator.npu.npu_strategy"),
     **_UNSUPPORTED_MODULES,
     "profiler": Unsupported("the CANN profiler; use ProfilingConfig (NPURunConfig(profiling_config=...))"),
     "npu_cpu_ops": Unsupported(_KERNEL_LIBRARY),
@@ -291,7 +299,7 @@ MODULES: dict[str, AdapterModule] = {m.name: m for m in (
     _package("npu_bridge.estimator.npu", "Run config, estimator, optimizers, hooks and helpers.",
              "npu_config", "npu_estimator", "npu_optimizer", "npu_loss_scale_optimizer", "npu_loss_scale_manager",
              "npu_hook", "util", "npu_scope", "npu_plugin", "npu_rnn", "npu_dynamic_rnn", "npu_convert_dropout",
-             unsupported={k: _UNSUPPORTED_MODULES[k] for k in ("keras_to_npu", "npu_strategy")}),
+             "npu_strategy", unsupported={k: _UNSUPPORTED_MODULES[k] for k in ("keras_to_npu",)}),
     AdapterModule("npu_bridge.estimator.npu.npu_config", "Run configuration.", NPU_CONFIG),
     AdapterModule("npu_bridge.estimator.npu.npu_estimator", "The estimator.", NPU_ESTIMATOR),
     AdapterModule("npu_bridge.estimator.npu.npu_optimizer", "Optimizer wrappers.", NPU_OPTIMIZER),
@@ -302,6 +310,8 @@ MODULES: dict[str, AdapterModule] = {m.name: m for m in (
     AdapterModule("npu_bridge.estimator.npu.npu_scope", "Graph scopes.", NPU_SCOPE),
     AdapterModule("npu_bridge.estimator.npu.npu_plugin", "NPU device resources.", NPU_PLUGIN),
     AdapterModule("npu_bridge.estimator.npu.npu_rnn", "RNN helpers.", NPU_RNN),
+    AdapterModule("npu_bridge.estimator.npu.npu_strategy", "The tf.distribute strategy (4 ModelZoo folders: "
+                  "SpineNet, XLNet, ASSEMBLED-CNN, Fixmatch).", NPU_STRATEGY),
     AdapterModule("npu_bridge.estimator.npu.npu_dynamic_rnn", "Fused RNN layers (10 ModelZoo folders: LSTM, "
                   "Siamese, GNMT, Tacotron2, CNN-CTC, ...).", NPU_DYNAMIC_RNN),
     AdapterModule("npu_bridge.estimator.npu.npu_convert_dropout",

@@ -3,7 +3,9 @@
 A use under `if FLAGS.use_xla_for_gpu:` runs only when the script is started with that flag: check says
 so ("only if --use_xla_for_gpu"), and when the flag's default (from `flags.DEFINE_*` / `tf.flags.DEFINE_*`
 or argparse's `add_argument`, read statically) does not take the branch, the use is listed but not
-counted as raising. A test that cannot be evaluated from literal defaults is named, and counted.
+counted as raising. A test that cannot be evaluated from literal defaults is named, and counted. A module
+constant counts as a flag with that one value: a name the module binds once, at its top level, to a literal
+and never rebinds anywhere in it (VDSR's `USE_QUEUE_LOADING = True` choosing its input pipeline).
 """
 from __future__ import annotations
 
@@ -78,27 +80,72 @@ def _flag_name(node, flags):
     return None
 
 
+def module_constants(tree) -> dict:
+    """`name -> value` of the module's constants: bound once, at the top level, to a literal (a number, a
+    string, a bool, None), never rebound anywhere in the module (no other store, `del` or `global`)."""
+    if not isinstance(tree, ast.Module):
+        return {}
+    candidates = {}
+    for statement in tree.body:
+        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)):
+            value = _literal(statement.value)
+            if value is None or isinstance(value, (bool, int, float, str)):
+                candidates.setdefault(statement.targets[0].id, []).append(value)
+    stores = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                stores[name] = stores.get(name, 0) + 2
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stores[node.name] = stores.get(node.name, 0) + 2
+        elif isinstance(node, ast.arg):
+            stores[node.arg] = stores.get(node.arg, 0) + 2
+        elif isinstance(node, ast.alias):
+            bound = (node.asname or node.name).split(".")[0]
+            stores[bound] = stores.get(bound, 0) + 2
+    return {name: values[0] for name, values in candidates.items() if len(values) == 1 and stores.get(name) == 1}
+
+
+def _constant_name(node, constants):
+    if constants and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in constants:
+        return node.id
+    return None
+
+
+def _flag_name(node, flags):
+    """`FLAGS.x` / `args.x` / `flags.FLAGS.x` / `opt.x` where x is a flag some module defines: x, else None."""
+    if isinstance(node, ast.Attribute) and node.attr in flags and isinstance(node.value, (ast.Name, ast.Attribute)):
+        return node.attr
+    return None
+
+
 _STRING_METHODS = {"lower": str.lower, "upper": str.upper, "strip": str.strip}
 
 
-def _evaluate(node, flags):
+def _evaluate(node, flags, constants=None):
     name = _flag_name(node, flags)
     if name is not None:
         return flags[name]
+    name = _constant_name(node, constants)
+    if name is not None:
+        return constants[name]
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STRING_METHODS
             and not node.args and not node.keywords):  # `FLAGS.platform.lower() == 'modelarts'`
-        value = _evaluate(node.func.value, flags)
+        value = _evaluate(node.func.value, flags, constants)
         return _STRING_METHODS[node.func.attr](value) if isinstance(value, str) else _UNKNOWN
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        values = [_evaluate(e, flags) for e in node.elts]
+        values = [_evaluate(e, flags, constants) for e in node.elts]
         return _UNKNOWN if any(v is _UNKNOWN for v in values) else values
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        value = _evaluate(node.operand, flags)
+        value = _evaluate(node.operand, flags, constants)
         return _UNKNOWN if value is _UNKNOWN else not value
     if isinstance(node, ast.BoolOp):
-        values = [_evaluate(v, flags) for v in node.values]
+        values = [_evaluate(v, flags, constants) for v in node.values]
         if isinstance(node.op, ast.And):
             if any(v is not _UNKNOWN and not v for v in values):
                 return False
@@ -107,7 +154,7 @@ def _evaluate(node, flags):
             return True
         return _UNKNOWN if any(v is _UNKNOWN for v in values) else False
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        left, right = _evaluate(node.left, flags), _evaluate(node.comparators[0], flags)
+        left, right = _evaluate(node.left, flags, constants), _evaluate(node.comparators[0], flags, constants)
         if left is _UNKNOWN or right is _UNKNOWN:
             return _UNKNOWN
         op = node.ops[0]
@@ -132,19 +179,21 @@ def _evaluate(node, flags):
     return _UNKNOWN
 
 
-def flag_condition(test, flags):
-    """For an `if` test that reads a flag: (description, taken) where taken is True / False with the flags'
-    defaults or None when it cannot be told; None when the test reads no flag."""
+def flag_condition(test, flags, constants=None):
+    """For an `if` test that reads a flag or a module constant: (description, taken) where taken is True / False
+    with the flags' defaults (the constants' values) or None when it cannot be told; None when the test reads
+    neither."""
     names = sorted({name for node in ast.walk(test) for name in [_flag_name(node, flags)] if name is not None})
-    if not names:
+    fixed = sorted({name for node in ast.walk(test) for name in [_constant_name(node, constants)] if name is not None})
+    if not names and not fixed:
         return None
-    value = _evaluate(test, flags)
+    value = _evaluate(test, flags, constants)
     source = ast.unparse(test)
     if len(source) > 80:
         source = source[:77] + "..."
-    defaults = ", ".join(f"--{name}" + ("" if flags[name] is _UNKNOWN else f" default {flags[name]!r}")
-                         for name in names)
-    return f"`{source}` ({defaults})", (None if value is _UNKNOWN else bool(value))
+    defaults = [f"--{name}" + ("" if flags[name] is _UNKNOWN else f" default {flags[name]!r}") for name in names]
+    defaults += [f"{name} = {constants[name]!r} in the module" for name in fixed]
+    return f"`{source}` ({', '.join(defaults)})", (None if value is _UNKNOWN else bool(value))
 
 
 def _is_string(node) -> bool:

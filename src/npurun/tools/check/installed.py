@@ -76,6 +76,26 @@ def _is_submodule(dotted: str) -> bool:
         return False
 
 
+def not_a_package(dotted: str):
+    """For an imported module path (`scipy.sparse.linalg.eigen.arpack`): (module, why) when a part of it is an
+    installed plain module, not a package, so nothing below it can be imported, else None.
+
+    SciPy 1.8 turned its private subpackages into deprecation shims (`scipy/sparse/linalg/eigen.py`): a
+    module's `__getattr__` can still give old names, but the import system needs a package to go further
+    (ModuleNotFoundError: "'scipy.sparse.linalg.eigen' is not a package")."""
+    parts = dotted.split(".")
+    for index in range(2, len(parts)):
+        found = _spec_file(".".join(parts[:index]))
+        if found is None:
+            return None  # not a plain installed file (absent, compiled, a namespace): not judged
+        if not found[1]:
+            module = ".".join(parts[:index])
+            return (module, f"the installed {_distribution(parts[0])} has {module} as a plain module, not a "
+                            f"package, so {dotted} cannot be imported: ModuleNotFoundError (on Ascend too with "
+                            f"this version of it)")
+    return None
+
+
 @lru_cache(maxsize=None)
 def module_names(dotted: str, depth: int = 0):
     """The names installed module `dotted` binds at its top level, or None when that cannot be told statically."""

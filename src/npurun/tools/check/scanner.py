@@ -12,8 +12,8 @@ from dataclasses import replace
 
 from ...adapter import tables as aliases
 from . import tensorflow as check_tensorflow
-from .conditions import apply_argv, dispatch_condition, flag_condition, flag_defaults
-from .installed import missing_attribute, unknown_keywords
+from .conditions import apply_argv, dispatch_condition, flag_condition, flag_defaults, module_constants
+from .installed import missing_attribute, not_a_package, unknown_keywords
 from .module_names import _module_level_names
 from .reach import BY_STRING, dispatched
 from .options import global_options_finding, parameter_map_finding, run_config_findings
@@ -137,6 +137,7 @@ class ModuleScanner(ast.NodeVisitor):
         flags = self._flags()
         flags.update(flag_defaults(node))
         apply_argv(flags, getattr(self._project, "argv_flags", None) or {})  # as the script is started
+        self._constants = module_constants(node)
         self.generic_visit(node)
 
     # ---- name resolution ---------------------------------------------------------------------------
@@ -169,9 +170,11 @@ class ModuleScanner(ast.NodeVisitor):
             not_taken = next((text for text, taken in self._conditions if taken is False), None)
             if not_taken is not None:
                 guard = ("flag-only branch", not_taken)
+                how = ("the flags' defaults do not take: it raises only when the script is started so"
+                       if "--" in not_taken else "the module's constants do not take: it raises only if the "
+                                                 "script is edited so")
                 finding = replace(finding, status=f"{finding.status}, only if {not_taken}",
-                                  detail=f"{finding.detail}; the line runs only if {not_taken}, which the flags' "
-                                         f"defaults do not take: it raises only when the script is started so",
+                                  detail=f"{finding.detail}; the line runs only if {not_taken}, which {how}",
                                   error=False)
             else:
                 text, taken = self._conditions[-1]
@@ -204,7 +207,7 @@ class ModuleScanner(ast.NodeVisitor):
     def visit_If(self, node):
         self.visit(node.test)
         tpu = _mentions_tpu(node.test)
-        condition = None if tpu else flag_condition(node.test, self._flags())
+        condition = None if tpu else flag_condition(node.test, self._flags(), getattr(self, "_constants", None))
         dispatch = None if tpu or condition is not None else dispatch_condition(node.test)
         self._tpu_only += tpu
         if condition is not None:
@@ -392,7 +395,7 @@ class ModuleScanner(ast.NodeVisitor):
         """An import of a module that is neither local, nor an adapter / TensorFlow path, nor installed."""
         top = module.split(".")[0]
         if (not top or getattr(self, "_guarded", 0) or top in aliases.ROOTS or top in ("tensorflow", "horovod")
-                or check_tensorflow.module_exists(top)):
+                or self._installed_submodule(node, module) or check_tensorflow.module_exists(top)):
             return
         if self._project is not None and os.path.isdir(os.path.join(self._project.root, top)):
             return  # a directory next to the script without __init__.py: a namespace package Python imports
@@ -444,6 +447,17 @@ class ModuleScanner(ast.NodeVisitor):
                                  f"there, but the module is not: ImportError until the folder's build step (its "
                                  f"launch script's protoc run) makes it", True), once_key=("imports", dotted))
                 return
+
+    def _installed_submodule(self, node, module) -> bool:
+        """An import of a path below an installed plain module (TexTING's `scipy.sparse.linalg.eigen.arpack`)."""
+        if self._project is not None and self._project.resolve(module.split(".")[0], 0, self._path) is not None:
+            return False  # a local module of that name is what the script imports
+        found = not_a_package(module)
+        if found is None:
+            return False
+        self.add(Finding(node.lineno, "installed", module, "does not exist", found[1], True),
+                 once_key=("installed", module))
+        return True
 
     def _tensorflow_import(self, node, module, names):
         """Imports of TensorFlow paths: removed modules, TF 1 paths the TF1 world provides, tf.contrib."""
