@@ -159,10 +159,18 @@ ESTIMATOR.update({name: Unsupported("use tf.estimator") for name in (
     "multi_label_head", "build_supervised_input_receiver_fn_from_input_fn", "TowerOptimizer", "replicate_model_fn",
     "export_all_saved_models", "SavedModelEstimator")})
 
+# contrib.tfprof: a disabled ProfileContext around training, model_analyzer in eval / export (7 folders)
+_TFPROF = "npurun.tf1.contrib.tfprof"
+TFPROF = {"ProfileContext": Mapped(f"{_TFPROF}:ProfileContext", "disabled, an empty context (as in TF 1.15); "
+                                   "enabled raises: session tracing is not provided"),
+          "model_analyzer": Mapped(f"{_TFPROF}:model_analyzer", "print_model_analysis is TensorFlow's "
+                                   "model_analyzer.profile; the option dicts are ProfileOptionBuilder's"),
+          "tfprof_logger": Mapped("tensorflow.python.profiler.tfprof_logger")}
+
 # Module name (below tensorflow.contrib) -> its names. Only listed modules have usable names.
 MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
            "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE, "summary": SUMMARY, "learn": LEARN,
-           "util": UTIL, "lookup": LOOKUP, "crf": CRF, "estimator": ESTIMATOR}
+           "util": UTIL, "lookup": LOOKUP, "crf": CRF, "estimator": ESTIMATOR, "tfprof": TFPROF}
 # Whole modules that are another package.
 PACKAGES = {"slim": _SLIM}
 UNSUPPORTED_MODULES = {
@@ -173,7 +181,7 @@ UNSUPPORTED_MODULES = {
     "hccl": "use npu_bridge.hccl / hccl.manage.api",
     "seq2seq": _NOT_PORTED, "cudnn_rnn": _NOT_PORTED,
     "quantize": _NOT_PORTED, "distributions": "use tensorflow-probability",
-    "sparsemax": _NOT_PORTED, "tfprof": "use tf.compat.v1.profiler", "cloud": _NOT_PORTED,
+    "sparsemax": _NOT_PORTED, "cloud": _NOT_PORTED,
     "compiler": _NOT_PORTED, "keras": "use tf.keras",
     "legacy_seq2seq": _NOT_PORTED, "losses": _NOT_PORTED,
 }
