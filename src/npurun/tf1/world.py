@@ -591,6 +591,7 @@ class TF1World:
         if self.scripts_get_tf1:
             self._variables_by_name()
             self._variable_truth()
+            self._integral_float_dimensions()
             self._numpy_aliases()
             self._absl_str_enums()
             import time
@@ -619,6 +620,27 @@ class TF1World:
 
         cls.__bool__ = __bool__
         self._restore.append((cls, "__bool__", original))
+
+    def _integral_float_dimensions(self):
+        """A shape dimension given as a float with an integral value (`[k, k, in_channel / split, out_channel]`,
+        a filter shape in Python 3 division: the cnn_basenet of MNN-LANENET_ID1251 and CRNN_Kernel_ID0055) is
+        that int, as TensorFlow 1.15's Dimension took `int(value)`; a float that is not integral is refused
+        with TF 1.15's "Ambiguous dimension". TensorFlow 2 accepts only ints and `__index__` (TypeError)."""
+        import numpy
+        from tensorflow.python.framework import tensor_shape
+
+        cls = tensor_shape.Dimension
+        original = cls.__dict__["__init__"]
+
+        def __init__(dimension, value):
+            if isinstance(value, (float, numpy.floating)):
+                if not numpy.isfinite(value) or int(value) != value:
+                    raise ValueError(f"Ambiguous dimension: {value}")
+                value = int(value)
+            original(dimension, value)
+
+        cls.__init__ = __init__
+        self._restore.append((cls, "__init__", original))
 
     def _variables_by_name(self):
         """'global_step:0' by name is the variable's value, as TensorFlow 1.15's ref variables were (21
