@@ -1,0 +1,134 @@
+"""Issue 23's second random sample (seed 2026), part d: gaps its real scripts hit, each in the style of the
+script that hit it (docs/compat.md, "Second random sample (seed 2026)"); each test failed before its fix.
+
+One `npurun run` subprocess runs one script with a section per gap (each prints its own line or the error it
+raised), so the gaps cost one start-up of TensorFlow together.
+"""
+import pytest
+
+SAMPLE_D_SCRIPT = '''\
+from npu_bridge.npu_init import *
+import os
+import numpy as np
+import tensorflow as tf
+import tensorflow.python.keras as keras
+
+
+def section(name, body):
+    try:
+        body()
+    except Exception as error:  # each section reports its own failure; the others still run
+        print(name, "raised", type(error).__name__, error)
+
+
+# DIN_ID0190's din_demo.py (and 4 more folders): a tf.keras model compiled on the NPU session, the adapter's
+# broadcast callback next to the script's own timing callback.
+class BatchCounter(keras.callbacks.Callback):
+    def on_train_begin(self, logs={}):
+        self.batches = 0
+
+    def on_train_batch_end(self, batch, logs={}):
+        self.batches += 1
+
+
+def keras_broadcast_callback():
+    config_proto = tf.ConfigProto()
+    custom_op = config_proto.graph_options.rewrite_options.custom_optimizers.add()
+    custom_op.name = "NpuOptimizer"
+    config_proto.graph_options.rewrite_options.remapping = RewriterConfig.OFF
+    npu_keras_sess = set_keras_session_npu_config(config=config_proto)
+    features = np.random.RandomState(0).rand(32, 6).astype(np.float32)
+    labels = (features.sum(axis=1, keepdims=True) > 3).astype(np.float32)
+    model = tf.keras.Sequential([tf.keras.layers.Dense(8, activation="relu", input_shape=(6,)),
+                                 tf.keras.layers.Dense(1, activation="sigmoid")])
+    opt = npu_distributed_optimizer_wrapper(tf.keras.optimizers.Adam(learning_rate=1e-3))
+    model.compile(opt, "binary_crossentropy", metrics=["binary_crossentropy"])
+    counter = BatchCounter()
+    broadcast = NPUBroadcastGlobalVariablesCallback(0)
+    callbacks = npu_callbacks_append(callbacks_list=[broadcast, counter])
+    history = model.fit(features, labels, batch_size=8, epochs=2, verbose=0, callbacks=callbacks)
+    print("keras_bcast", counter.batches, len(history.history["loss"]), broadcast.broadcast_done,
+          len(callbacks), type(callbacks[-1]).__name__, callbacks[-1].broadcast_done)
+
+
+section("keras_bcast", keras_broadcast_callback)
+
+
+# deeplab-v3-plus's deeplab/train.py and eval.py (DeepLab copies of 3 more folders): a ProfileContext that is
+# off unless --profile_logdir is given, around slim's training loop; a model analysis printed in eval.
+def tfprof_profile_context():
+    from tensorflow.contrib import tfprof as contrib_tfprof
+
+    profile_dir = None
+    with tf.Graph().as_default():
+        weights = tf.get_variable("weights", [3, 4], initializer=tf.zeros_initializer())
+        bias = tf.get_variable("bias", [4], initializer=tf.zeros_initializer())
+        logits = tf.matmul(tf.ones([2, 3]), weights) + bias
+        with contrib_tfprof.ProfileContext(enabled=profile_dir is not None, profile_dir=profile_dir):
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                out = sess.run(logits)
+        analysis = contrib_tfprof.model_analyzer.print_model_analysis(
+            tf.get_default_graph(),
+            tfprof_options=contrib_tfprof.model_analyzer.TRAINABLE_VARS_PARAMS_STAT_OPTIONS)
+        options = contrib_tfprof.model_analyzer.FLOAT_OPS_OPTIONS
+        options["output"] = "none"
+        contrib_tfprof.model_analyzer.print_model_analysis(tf.get_default_graph(), tfprof_options=options)
+    try:
+        contrib_tfprof.ProfileContext(enabled=True, profile_dir="/tmp/profile")
+        enabled = "no error"
+    except NotImplementedError as error:
+        enabled = "enabled raises" if "ProfileContext" in str(error) else str(error)
+    print("tfprof", out.shape, analysis.total_parameters, enabled)
+
+
+section("tfprof", tfprof_profile_context)
+
+
+# MNN-LANENET_ID1251's cnn_basenet.py (and CRNN_Kernel_ID0055's copy): a grouped conv's filter shape built with
+# Python 3 division, `in_channel / split` is a float.
+def float_filter_dimension():
+    with tf.Graph().as_default():
+        inputdata = tf.placeholder(tf.float32, [2, 8, 8, 6])
+        in_channel, split, out_channel = inputdata.get_shape().as_list()[3], 2, 4
+        with tf.variable_scope("conv_block"):
+            filter_shape = [3, 3] + [in_channel / split, out_channel]
+            w = tf.get_variable("W", filter_shape, initializer=tf.contrib.layers.variance_scaling_initializer())
+        parts = tf.split(inputdata, split, axis=3)
+        out = tf.concat([tf.nn.conv2d(p, w, [1, 1, 1, 1], "SAME") for p in parts], axis=3)
+        try:
+            tf.get_variable("V", [2.5, 3])
+            ambiguous = "accepted"
+        except ValueError as error:
+            ambiguous = str(error)
+    print("float_dim", w.shape.as_list(), out.shape.as_list(), ambiguous)
+
+
+section("float_dim", float_filter_dimension)
+'''
+
+
+@pytest.fixture(scope="module")
+def sample_d_run(tmp_path_factory):
+    from .conftest import run_compat
+
+    folder = tmp_path_factory.mktemp("sample_d")
+    (folder / "train.py").write_text(SAMPLE_D_SCRIPT)
+    done = run_compat("run", folder / "train.py", cwd=folder)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_npu_broadcast_callback_runs_in_a_tf_keras_fit(sample_d_run):
+    # 2 epochs of 4 batches; the callback broadcast once (nothing to send with one rank); npu_callbacks_append
+    # appended a second one to the script's list, which ran too.
+    assert "keras_bcast 8 2 True 3 NPUBroadcastGlobalVariablesCallback True" in sample_d_run, sample_d_run[-2000:]
+
+
+def test_a_float_dimension_with_an_integral_value_is_that_int_as_in_tf115(sample_d_run):
+    assert "float_dim [3, 3, 3, 4] [2, 8, 8, 8] Ambiguous dimension: 2.5" in sample_d_run, sample_d_run[-2000:]
+
+
+def test_contrib_tfprof_profile_context_off_and_model_analyzer(sample_d_run):
+    # 3 * 4 + 4 trainable parameters counted by TensorFlow's profiler; an enabled context says it is not provided
+    assert "tfprof (2, 4) 16 enabled raises" in sample_d_run, sample_d_run[-2000:]
