@@ -123,3 +123,23 @@ def test_a_script_inside_its_own_package_finds_that_package(tmp_path):
     findings = check_file(str(script))
     assert not any(f.section == "imports" for f in findings), findings
     assert set(_raising(findings)) == {"tensorflow.contrib.opt.MovingAverageOptimizer"}
+
+
+def test_packages_pip_installed_into_a_pythonpath_folder_are_installed_not_local(tmp_path, monkeypatch):
+    # MNN-LANENET_ID1251 run with its requirements installed by `pip install --target DIR` and DIR on PYTHONPATH:
+    # check scanned tqdm's own source as the script's and reported 3 false "will raise" (pandas names in a
+    # method tqdm only calls for pandas); the folder of the script's own modules on PYTHONPATH is still followed
+    deps = tmp_path / "deps"
+    (deps / "progress").mkdir(parents=True)
+    (deps / "progress-4.0.dist-info").mkdir()
+    (deps / "progress" / "__init__.py").write_text("import tensorflow as tf\nbar = tf.contrib.bigtable.BigtableClient\n")
+    own = tmp_path / "code"
+    (own / "trainner").mkdir(parents=True)
+    (own / "trainner" / "__init__.py").write_text("import tensorflow as tf\nsession = tf.contrib.cloud.BigQueryReader\n")
+    script = tmp_path / "tools" / "train.py"
+    script.parent.mkdir()
+    script.write_text("import progress\nimport trainner\n")
+    monkeypatch.setenv("PYTHONPATH", f"{own}:{deps}")
+    findings = check_file(str(script))
+    contrib = {name for name in _raising(findings) if name.startswith("tensorflow.contrib")}
+    assert contrib == {"tensorflow.contrib.cloud.BigQueryReader"}, findings

@@ -40,6 +40,15 @@ from .report import Finding, render_json, render_text  # noqa: F401 - the report
 from .scanner import ModuleScanner
 
 
+def _installed_into(folder: str) -> bool:
+    """True for a folder pip installed packages into (`pip install --target DIR`, put on PYTHONPATH): it holds
+    their `.dist-info` / `.egg-info` records. Its packages are installed ones, not the script's own code."""
+    try:
+        return any(name.endswith((".dist-info", ".egg-info")) for name in os.listdir(folder))
+    except OSError:
+        return False
+
+
 class _Project:
     """The script and the local modules reached from it: resolved next to the script, scanned once each."""
 
@@ -82,7 +91,8 @@ class _Project:
         for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
             entry = os.path.abspath(entry) if entry else ""
             if (entry and entry != own and os.sep + "site-packages" not in entry and os.sep + "dist-packages"
-                    not in entry and (os.path.isdir(os.path.join(entry, top)) or os.path.isfile(os.path.join(entry, top + ".py")))):
+                    not in entry and not _installed_into(entry)
+                    and (os.path.isdir(os.path.join(entry, top)) or os.path.isfile(os.path.join(entry, top + ".py")))):
                 found.append(entry)  # the script's own folders put on the path; installed packages stay installed
         return found
 
