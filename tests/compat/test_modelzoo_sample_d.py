@@ -105,6 +105,48 @@ def float_filter_dimension():
 
 
 section("float_dim", float_filter_dimension)
+
+
+# ViDeNN_ID1146's main_spatialCNN.py: a static session and a dynamic-input session are made first, then the
+# model class builds one graph for both; the static one trains on batches, the dynamic one evaluates single
+# images of any size in its range.
+def sessions_before_their_graph():
+    config_dynamic = tf.ConfigProto()
+    custom_op = config_dynamic.graph_options.rewrite_options.custom_optimizers.add()
+    custom_op.name = "NpuOptimizer"
+    custom_op.parameter_map["dynamic_input"].b = True
+    custom_op.parameter_map["dynamic_graph_execute_mode"].s = tf.compat.as_bytes("dynamic_execute")
+    custom_op.parameter_map["dynamic_inputs_shape_range"].s = tf.compat.as_bytes(
+        "data:[1,20~800,20~800,3],[],[1,20~800,20~800,3]")
+    config_static = tf.ConfigProto()
+    custom_op_ = config_static.graph_options.rewrite_options.custom_optimizers.add()
+    custom_op_.name = "NpuOptimizer"
+    with tf.Graph().as_default():
+        sess_static = tf.Session(config=config_static)
+        sess_dynamic = tf.Session(config=config_dynamic)
+        clean = tf.placeholder(tf.float32, [None, None, None, 3], name="clean_image")
+        is_training = tf.placeholder(tf.bool, name="is_training")
+        noisy = tf.placeholder(tf.float32, [None, None, None, 3], name="noisy_image")
+        with tf.variable_scope("static_graph"):
+            out = tf.layers.conv2d(noisy, 3, 3, padding="same")
+            loss = tf.reduce_mean(tf.square(clean - out))
+            train_op = tf.train.AdamOptimizer(1e-3).minimize(loss)
+        init = tf.global_variables_initializer()
+        sess_static.run(init)
+        sess_dynamic.run(init)
+        batch = np.zeros([4, 24, 24, 3], np.float32)
+        sess_static.run(train_op, {clean: batch, noisy: batch, is_training: True})
+        image = np.zeros([1, 40, 56, 3], np.float32)
+        evaluated = sess_dynamic.run(out, {clean: image, noisy: image, is_training: False})
+        try:
+            sess_dynamic.run(out, {clean: batch, noisy: batch, is_training: False})
+            refused = "accepted"
+        except ValueError as error:
+            refused = str(error)
+    print("sessions_first", evaluated.shape, refused)
+
+
+section("sessions_first", sessions_before_their_graph)
 '''
 
 
@@ -127,6 +169,12 @@ def test_npu_broadcast_callback_runs_in_a_tf_keras_fit(sample_d_run):
 
 def test_a_float_dimension_with_an_integral_value_is_that_int_as_in_tf115(sample_d_run):
     assert "float_dim [3, 3, 3, 4] [2, 8, 8, 8] Ambiguous dimension: 2.5" in sample_d_run, sample_d_run[-2000:]
+
+
+def test_data_shape_ranges_of_a_session_made_before_its_graph_apply_to_that_session_only(sample_d_run):
+    # the static session trains on batches of 4; the dynamic one evaluates a 1x40x56 image, refuses a batch of 4
+    assert ("sessions_first (1, 40, 56, 3) dynamic_inputs_shape_range: data input 0 (clean_image), dimension 0: "
+            "size 4 is outside 1") in sample_d_run, sample_d_run[-2000:]
 
 
 def test_contrib_tfprof_profile_context_off_and_model_analyzer(sample_d_run):
