@@ -96,6 +96,19 @@ _IMPLEMENTATION_PACKAGES = ("python", "core", "contrib", "examples", "tools", "l
 _LAYERS_DEPRECATED = r"`tf\.layers\.\w+` is deprecated"
 _NUMPY_ALIASES = {"float": float, "int": int, "bool": bool, "object": object, "str": str, "complex": complex,
                   "long": int, "unicode": str}
+# NumPy 2.0's removed aliases (its __expired_attributes__) that TF 1.15's NumPy had, each the name NumPy points to
+# instead: `np.NaN` (8 ModelZoo folders: DeepLab's eval), `np.Inf` (10), `np.product` (5), `np.infty`, ...
+_NUMPY2_REMOVED = {"NaN": "nan", "Inf": "inf", "Infinity": "inf", "PINF": "inf", "infty": "inf", "float_": "float64",
+                   "complex_": "complex128", "cfloat": "complex128", "singlecomplex": "complex64",
+                   "longfloat": "longdouble", "clongfloat": "clongdouble", "longcomplex": "clongdouble",
+                   "string_": "bytes_", "unicode_": "str_", "round_": "round", "product": "prod",
+                   "cumproduct": "cumprod", "alltrue": "all", "sometrue": "any", "mat": "asmatrix"}
+_NUMPY2_REMOVED_VALUES = {"NINF": float("-inf"), "PZERO": 0.0, "NZERO": -0.0}
+
+
+def numpy_names_provided() -> frozenset:
+    """The NumPy names a TF 1 script gets under `npurun run` although the installed NumPy has none."""
+    return frozenset(_NUMPY_ALIASES) | frozenset(_NUMPY2_REMOVED) | frozenset(_NUMPY2_REMOVED_VALUES)
 _NPURUN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -723,10 +736,12 @@ class TF1World:
     def _numpy_aliases(self):
         """NumPy's aliases of Python types that TensorFlow 1.15's NumPy (< 1.24) still had: `np.float`,
         `np.int`, `np.bool`, ... (70, 95 and 47 ModelZoo folders use these three). NumPy 1.24 removed them;
-        each is the builtin it always was. Names NumPy has again (NumPy 2's `np.long`) are left alone."""
+        each is the builtin it always was. Names NumPy has again (NumPy 2's `np.long`) are left alone.
+        NumPy 2.0's removed aliases (`np.NaN`, `np.Inf`, `np.product`, ...) are the names it points to instead."""
         import numpy
 
-        for attribute, value in _NUMPY_ALIASES.items():
+        removed = {name: getattr(numpy, target) for name, target in _NUMPY2_REMOVED.items()}
+        for attribute, value in {**_NUMPY_ALIASES, **removed, **_NUMPY2_REMOVED_VALUES}.items():
             if attribute not in numpy.__dict__:
                 try:
                     with warnings.catch_warnings():  # NumPy 2 warns about what some of these names will become
