@@ -102,8 +102,15 @@ METRICS = _from(_V1, rename={
     "streaming_precision": f"{_V1}:metrics.precision", "streaming_recall": f"{_V1}:metrics.recall",
     "streaming_mean_squared_error": f"{_V1}:metrics.mean_squared_error",
     "streaming_mean_absolute_error": f"{_V1}:metrics.mean_absolute_error"})
+# contrib.metrics' metric-dict helpers are tf-slim's (11 folders; DeepLab's and object_detection's eval)
+METRICS.update(_from(_SLIM + ".metrics", "aggregate_metric_map", "aggregate_metrics"))
 
+# contrib.training's evaluation loop moved to tf-slim with contrib (DeepLab's eval.py: evaluate_repeatedly with a
+# SummaryAtEndHook; 4 folders)
+_SLIM_EVALUATION = "tf_slim.training.evaluation"
 TRAINING = {"HParams": Mapped("npurun.tf1.hparams:HParams"),
+            **_from(_SLIM_EVALUATION, "evaluate_repeatedly", "evaluate_once", "SummaryAtEndHook",
+                    "StopAfterNEvalsHook"),
             "checkpoints_iterator": Mapped(_target(f"{_V1}:train.checkpoints_iterator")),
             "wait_for_new_checkpoint": Mapped("tensorflow.python.training.checkpoint_utils:wait_for_new_checkpoint")}
 
