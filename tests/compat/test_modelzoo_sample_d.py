@@ -147,6 +147,89 @@ def sessions_before_their_graph():
 
 
 section("sessions_first", sessions_before_their_graph)
+
+
+# deeplab-v3-plus's deeplab/eval.py (and 7 more folders): an IoU that is NaN for a class never seen, written with
+# NumPy 1's np.NaN; np.Inf / np.product elsewhere.
+def numpy2_removed_names():
+    tp, fn, fp = tf.constant(0.0), tf.constant(0.0), tf.constant(0.0)
+    iou = tf.where(tf.greater(tp + fn, 0.0), tp / (tp + fn + fp), tf.constant(np.NaN))
+    with tf.Session() as sess:
+        value = sess.run(iou)
+    print("numpy2", np.isnan(value), np.Inf == np.inf, np.product([2, 3]), np.NINF < 0)
+
+
+section("numpy2", numpy2_removed_names)
+
+
+# deeplab-v3-plus's deeplab/eval.py (contrib.metrics' aggregate_metric_map: 11 folders; contrib.training's
+# evaluation loop: 4): metrics of a restored checkpoint, evaluated once, summaries written at the end.
+def contrib_training_evaluation():
+    from tensorflow.contrib import metrics as contrib_metrics
+    from tensorflow.contrib import training as contrib_training
+    import tempfile
+
+    folder = tempfile.mkdtemp()
+    with tf.Graph().as_default():
+        weight = tf.get_variable("weight", [], initializer=tf.constant_initializer(2.0))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            path = tf.train.Saver().save(sess, folder + "/model.ckpt", global_step=2)
+    with tf.Graph().as_default():
+        weight = tf.get_variable("weight", [], initializer=tf.zeros_initializer())
+        metric_map = {"eval/mean": tf.metrics.mean(weight * tf.constant([1.0, 2.0]))}
+        values, updates = contrib_metrics.aggregate_metric_map(metric_map)
+        summary_op = tf.summary.merge([tf.summary.scalar(k, v) for k, v in values.items()])
+        hooks = [contrib_training.SummaryAtEndHook(log_dir=folder + "/eval", summary_op=summary_op),
+                 contrib_training.StopAfterNEvalsHook(1)]
+        final = contrib_training.evaluate_once(path, eval_ops=list(updates.values()), final_ops=values, hooks=hooks)
+    print("slim_eval", final["eval/mean"], sorted(os.listdir(folder + "/eval"))[0].startswith("events"))
+
+
+section("slim_eval", contrib_training_evaluation)
+
+
+# InceptionV3_ID0504's logger.py (and the built-in CV template of 30 more folders): a hook fetching model_fn's
+# named scalars by name, 'total_loss:0' being the AddN tf.losses.get_total_loss() names so (the identity
+# after it is 'total_loss_1'), with iterations_per_loop 2.
+class LogSessionRunHook(tf.train.SessionRunHook):
+    def __init__(self):
+        self.lines = []
+
+    def before_run(self, run_context):
+        return tf.train.SessionRunArgs(
+            fetches=[tf.train.get_global_step(), 'loss:0', 'total_loss:0', 'learning_rate:0'])
+
+    def after_run(self, run_context, run_values):
+        global_step, loss, total_loss, lr = run_values.results
+        self.lines.append((round(float(total_loss - loss), 4) >= 0, round(float(lr), 4)))
+
+
+def named_total_loss_by_name():
+    def model_fn(features, labels, mode):
+        logits = tf.layers.dense(features, 3, kernel_regularizer=tf.contrib.layers.l2_regularizer(0.1))
+        loss = tf.losses.softmax_cross_entropy(logits=logits, onehot_labels=tf.one_hot(labels, 3))
+        base_loss = tf.identity(loss, name='loss')
+        total_loss = tf.losses.get_total_loss(add_regularization_losses=True)
+        total_loss = tf.identity(total_loss, name='total_loss')
+        learning_rate = tf.identity(tf.constant(0.01) * 1.0, 'learning_rate')
+        opt = tf.train.MomentumOptimizer(learning_rate=learning_rate, momentum=0.9)
+        train_op = opt.minimize(total_loss, global_step=tf.train.get_global_step())
+        return NPUEstimatorSpec(mode, loss=total_loss, train_op=train_op)
+
+    def input_fn():
+        features = np.random.RandomState(0).rand(16, 4).astype(np.float32)
+        labels = np.arange(16, dtype=np.int32) % 3
+        return tf.data.Dataset.from_tensor_slices((features, labels)).repeat().batch(4, drop_remainder=True)
+
+    import tempfile
+    config = NPURunConfig(model_dir=tempfile.mkdtemp(), iterations_per_loop=2, save_checkpoints_steps=4)
+    hook = LogSessionRunHook()
+    NPUEstimator(model_fn=model_fn, config=config).train(input_fn=input_fn, max_steps=4, hooks=[hook])
+    print("total_loss", hook.lines)
+
+
+section("total_loss", named_total_loss_by_name)
 '''
 
 
@@ -175,6 +258,19 @@ def test_data_shape_ranges_of_a_session_made_before_its_graph_apply_to_that_sess
     # the static session trains on batches of 4; the dynamic one evaluates a 1x40x56 image, refuses a batch of 4
     assert ("sessions_first (1, 40, 56, 3) dynamic_inputs_shape_range: data input 0 (clean_image), dimension 0: "
             "size 4 is outside 1") in sample_d_run, sample_d_run[-2000:]
+
+
+def test_numpy2_removed_names_of_tf115s_numpy(sample_d_run):
+    assert "numpy2 True True 6 True" in sample_d_run, sample_d_run[-2000:]
+
+
+def test_contrib_training_evaluation_and_metrics_helpers_are_tf_slims(sample_d_run):
+    assert "slim_eval 3.0 True" in sample_d_run, sample_d_run[-2000:]
+
+
+def test_a_hook_fetches_total_loss_by_name_out_of_a_device_loop(sample_d_run):
+    # two host calls of 2 iterations; the total loss (with the regularisation) >= the cross entropy; the learning rate
+    assert "total_loss [(True, 0.01), (True, 0.01)]" in sample_d_run, sample_d_run[-2000:]
 
 
 def test_contrib_tfprof_profile_context_off_and_model_analyzer(sample_d_run):
