@@ -133,10 +133,12 @@ def test_packages_pip_installed_into_a_pythonpath_folder_are_installed_not_local
     deps = tmp_path / "deps"
     (deps / "progress").mkdir(parents=True)
     (deps / "progress-4.0.dist-info").mkdir()
-    (deps / "progress" / "__init__.py").write_text("import tensorflow as tf\nbar = tf.contrib.bigtable.BigtableClient\n")
+    (deps / "progress" / "__init__.py").write_text(
+        "import tensorflow as tf\nbar = tf.contrib.bigtable.BigtableClient\n")
     own = tmp_path / "code"
     (own / "trainner").mkdir(parents=True)
-    (own / "trainner" / "__init__.py").write_text("import tensorflow as tf\nsession = tf.contrib.cloud.BigQueryReader\n")
+    (own / "trainner" / "__init__.py").write_text(
+        "import tensorflow as tf\nsession = tf.contrib.cloud.BigQueryReader\n")
     script = tmp_path / "tools" / "train.py"
     script.parent.mkdir()
     script.write_text("import progress\nimport trainner\n")

@@ -172,6 +172,7 @@ def contrib_training_evaluation():
     folder = tempfile.mkdtemp()
     with tf.Graph().as_default():
         weight = tf.get_variable("weight", [], initializer=tf.constant_initializer(2.0))
+        tf.train.get_or_create_global_step()  # a training checkpoint has the step, which evaluation reads
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             path = tf.train.Saver().save(sess, folder + "/model.ckpt", global_step=2)

@@ -740,7 +740,8 @@ class TF1World:
         NumPy 2.0's removed aliases (`np.NaN`, `np.Inf`, `np.product`, ...) are the names it points to instead."""
         import numpy
 
-        removed = {name: getattr(numpy, target) for name, target in _NUMPY2_REMOVED.items()}
+        # (a NumPy without one of the targets gives nothing for that name rather than failing the run)
+        removed = {name: getattr(numpy, target) for name, target in _NUMPY2_REMOVED.items() if hasattr(numpy, target)}
         for attribute, value in {**_NUMPY_ALIASES, **removed, **_NUMPY2_REMOVED_VALUES}.items():
             if attribute not in numpy.__dict__:
                 try:

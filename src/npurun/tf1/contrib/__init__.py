@@ -220,7 +220,7 @@ IMPORT_ONLY_PATHS = {
 # Model folders of Ascend/ModelZoo-TensorFlow using each tf.contrib module (counted while building this).
 MODELZOO_FOLDERS = {"layers": 260, "slim": 141, "data": 111, "framework": 73, "tpu": 52, "rnn": 46,
                     "training": 38, "cluster_resolver": 34, "image": 32, "distribute": 22, "opt": 21,
-                    "metrics": 16, "summary": 13, "learn": 34, "util": 8, "lookup": 7}
+                    "metrics": 16, "summary": 13, "learn": 34, "util": 8, "lookup": 7, "tfprof": 7}
 
 
 def _error(name: str, why: str) -> AdapterAPIError:
