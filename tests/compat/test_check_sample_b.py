@@ -146,3 +146,32 @@ def test_packages_pip_installed_into_a_pythonpath_folder_are_installed_not_local
     findings = check_file(str(script))
     contrib = {name for name in _raising(findings) if name.startswith("tensorflow.contrib")}
     assert contrib == {"tensorflow.contrib.cloud.BigQueryReader"}, findings
+
+
+def test_an_unbound_name_read_only_in_a_branch_the_flag_defaults_do_not_take_is_not_counted(tmp_path):
+    # ViDeNN_ID1146's main_spatialCNN.py: `global_config` and `lr` exist only in the CPU branch's leftovers,
+    # under the `else` of `if args.use_gpu:` (argparse default 1); they were counted as "will raise"
+    script = tmp_path / "main.py"
+    script.write_text(textwrap.dedent("""\
+        from npu_bridge.npu_init import *
+        import argparse
+        import tensorflow as tf
+
+        parser = argparse.ArgumentParser(description='')
+        parser.add_argument('--use_gpu', dest='use_gpu', type=int, default=1, help='gpu flag, 1 for GPU and 0 for CPU')
+        args = parser.parse_args()
+
+
+        def main(_):
+            if args.use_gpu:
+                sess = tf.Session(config=npu_config_proto())
+            else:
+                with tf.Session(config=global_config) as sess:
+                    train(sess, lr=lr)
+            print(batch_size_global)
+        """))
+    findings = check_file(str(script))
+    raising = _raising(findings)
+    assert set(raising) == {"batch_size_global"}, sorted(raising)
+    guarded = {f.name: f for f in findings if f.name in ("global_config", "lr")}
+    assert set(guarded) == {"global_config", "lr"} and all("only if not" in f.status for f in guarded.values())

@@ -13,6 +13,8 @@ from dataclasses import replace
 from ...adapter import tables as aliases
 from . import tensorflow as check_tensorflow
 from .conditions import flag_condition, flag_defaults
+
+_MAX_READS = 8  # reads of one name whose branch is remembered for the unbound-name report
 from .installed import missing_attribute
 from .module_names import _module_level_names
 from .options import global_options_finding, parameter_map_finding, run_config_findings
@@ -86,6 +88,9 @@ class ModuleScanner(ast.NodeVisitor):
         self._project, self._path = project, path
         self._bound: set = set()  # every name this module binds, in any scope
         self._loaded: dict = {}  # name -> first line it is read
+        # name -> [(line, branch state)] of its first reads: an unbound name is reported after the visit, with
+        # the flag / TPU / fallback branch each read was in (ViDeNN's `else:` of `if args.use_gpu:`)
+        self._reads: dict = {}
         self._adapter_star = None  # the adapter module of a star import, if any
         self._unknown_star = False  # a star import whose names are not known statically
         self.changes_sys_path = False  # sys.path.append/insert/extend: other modules may become importable
@@ -344,6 +349,9 @@ class ModuleScanner(ast.NodeVisitor):
     def visit_Name(self, node):
         if isinstance(node.ctx, ast.Load):
             self._loaded.setdefault(node.id, node.lineno)
+            reads = self._reads.setdefault(node.id, [])
+            if len(reads) < _MAX_READS:
+                reads.append((node.lineno, (list(self._conditions), self._tpu_only, self._fallback)))
             self._use(node, self.qualified(node))
         else:
             self._bound.add(node.id)
@@ -390,10 +398,14 @@ class ModuleScanner(ast.NodeVisitor):
                                  "if that line runs; scripts usually reach it only under six.PY2 / a version "
                                  "check"), once_key=("adapter", name))
             elif name not in known:
-                self.add(Finding(line, "adapter", name, "not provided",
-                                 f"used but never defined here, and `from {self._adapter_star} import *` does not "
-                                 f"bring it in: NameError (not in npurun's coverage table, docs/compat.md)", True),
-                         once_key=("adapter", name))
+                saved = (self._conditions, self._tpu_only, self._fallback)
+                for read_line, (conditions, tpu_only, fallback) in self._reads.get(name, [(line, ([], 0, 0))]):
+                    self._conditions, self._tpu_only, self._fallback = conditions, tpu_only, fallback
+                    self.add(Finding(read_line, "adapter", name, "not provided",
+                                     f"used but never defined here, and `from {self._adapter_star} import *` does "
+                                     f"not bring it in: NameError (not in npurun's coverage table, docs/compat.md)",
+                                     True), once_key=("adapter", name))
+                self._conditions, self._tpu_only, self._fallback = saved
 
     def visit_Attribute(self, node):
         qualified = self.qualified(node)
