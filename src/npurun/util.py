@@ -211,6 +211,8 @@ class NPUSession(_v1.Session):
         self._hooks.after_create_session(self)
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        for feed_check in self.plan.feed_checks:
+            feed_check.check(self.graph, feed_dict)
         if not self._hooks:
             return super().run(fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata)
         raw = _v1.Session.run.__get__(self)

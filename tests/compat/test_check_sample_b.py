@@ -73,10 +73,11 @@ def test_a_removed_name_of_an_installed_package_raises(tmp_path):
             img = scipy.misc.imresize(img, (size, size))
             img = Image.fromarray(img).resize((size, size), Image.ANTIALIAS)
             img = Image.fromarray(img).resize((size, size), Image.LANCZOS)
-            return misc.imresize(np.asarray(img), 0.5), np.NaN, np.float32(1)
+            return misc.imresize(np.asarray(img), 0.5), np.NaN, np.float32(1), np.lookfor
         """))
     found = _raising(check_file(str(script)))
-    assert set(found) == {"scipy.misc.imresize", "PIL.Image.ANTIALIAS", "numpy.NaN"}, sorted(found)
+    # np.NaN (NumPy 2 removed it) is given back by npurun run's TF1 world; np.lookfor is not
+    assert set(found) == {"scipy.misc.imresize", "PIL.Image.ANTIALIAS", "numpy.lookfor"}, sorted(found)
     assert found["scipy.misc.imresize"].line == 5 and "ImportError" in found["scipy.misc.imresize"].detail
     assert "Pillow" in found["PIL.Image.ANTIALIAS"].detail and "LANCZOS" in found["PIL.Image.ANTIALIAS"].detail
     assert all(f.section == "installed" for f in found.values())
@@ -124,3 +125,54 @@ def test_a_script_inside_its_own_package_finds_that_package(tmp_path):
     findings = check_file(str(script))
     assert not any(f.section == "imports" for f in findings), findings
     assert set(_raising(findings)) == {"tensorflow.contrib.opt.MovingAverageOptimizer"}
+
+
+def test_packages_pip_installed_into_a_pythonpath_folder_are_installed_not_local(tmp_path, monkeypatch):
+    # MNN-LANENET_ID1251 run with its requirements installed by `pip install --target DIR` and DIR on PYTHONPATH:
+    # check scanned tqdm's own source as the script's and reported 3 false "will raise" (pandas names in a
+    # method tqdm only calls for pandas); the folder of the script's own modules on PYTHONPATH is still followed
+    deps = tmp_path / "deps"
+    (deps / "progress").mkdir(parents=True)
+    (deps / "progress-4.0.dist-info").mkdir()
+    (deps / "progress" / "__init__.py").write_text(
+        "import tensorflow as tf\nbar = tf.contrib.bigtable.BigtableClient\n")
+    own = tmp_path / "code"
+    (own / "trainner").mkdir(parents=True)
+    (own / "trainner" / "__init__.py").write_text(
+        "import tensorflow as tf\nsession = tf.contrib.cloud.BigQueryReader\n")
+    script = tmp_path / "tools" / "train.py"
+    script.parent.mkdir()
+    script.write_text("import progress\nimport trainner\n")
+    monkeypatch.setenv("PYTHONPATH", f"{own}:{deps}")
+    findings = check_file(str(script))
+    contrib = {name for name in _raising(findings) if name.startswith("tensorflow.contrib")}
+    assert contrib == {"tensorflow.contrib.cloud.BigQueryReader"}, findings
+
+
+def test_an_unbound_name_read_only_in_a_branch_the_flag_defaults_do_not_take_is_not_counted(tmp_path):
+    # ViDeNN_ID1146's main_spatialCNN.py: `global_config` and `lr` exist only in the CPU branch's leftovers,
+    # under the `else` of `if args.use_gpu:` (argparse default 1); they were counted as "will raise"
+    script = tmp_path / "main.py"
+    script.write_text(textwrap.dedent("""\
+        from npu_bridge.npu_init import *
+        import argparse
+        import tensorflow as tf
+
+        parser = argparse.ArgumentParser(description='')
+        parser.add_argument('--use_gpu', dest='use_gpu', type=int, default=1, help='gpu flag, 1 for GPU and 0 for CPU')
+        args = parser.parse_args()
+
+
+        def main(_):
+            if args.use_gpu:
+                sess = tf.Session(config=npu_config_proto())
+            else:
+                with tf.Session(config=global_config) as sess:
+                    train(sess, lr=lr)
+            print(batch_size_global)
+        """))
+    findings = check_file(str(script))
+    raising = _raising(findings)
+    assert set(raising) == {"batch_size_global"}, sorted(raising)
+    guarded = {f.name: f for f in findings if f.name in ("global_config", "lr")}
+    assert set(guarded) == {"global_config", "lr"} and all("only if not" in f.status for f in guarded.values())

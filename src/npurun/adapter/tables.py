@@ -19,6 +19,7 @@ _DIST = "npurun.distribute"
 _EST = "npurun.estimator"
 _PREC = "npurun.precision"
 _SHIMS = "npurun.adapter.shims"
+_KERAS_CALLBACKS = "npurun.adapter.keras_callbacks"
 _OPS = "npurun.adapter.npu_ops"
 
 _NO_NPU_SYSTEM = ("there is no NPU system to open or close on a CPU/GPU; the op it returns is a no-op")
@@ -219,7 +220,9 @@ NPU_INIT = {
                                      "npu_distributed_optimizer_wrapper", "NPUOptimizer", "npu_allreduce")},
     **NPU_LOSS_SCALE_OPTIMIZER,
     **NPU_LOSS_SCALE_MANAGER,
-    "NPUBroadcastGlobalVariablesCallback": Unsupported(_NOT_KERAS3),
+    "NPUBroadcastGlobalVariablesCallback": Mapped(f"{_KERAS_CALLBACKS}:NPUBroadcastGlobalVariablesCallback",
+                                                  "a tf-keras callback (tf.keras under npurun run): before the "
+                                                  "first batch, the variables of Keras's session from root_rank"),
     "npu_ops": Mapped("npu_bridge.estimator.npu_ops"),
     "util": Mapped("npu_bridge.estimator.npu.util"),
     "npu_scope": Mapped("npu_bridge.estimator.npu.npu_scope"),
@@ -255,7 +258,8 @@ NPU_INIT = {
                                   "the run config (tf.estimator.RunConfig() if none) with that session config"),
     "npu_hooks_append": Mapped(f"{_SHIMS}:npu_hooks_append",
                                "appends NPUBroadcastGlobalVariablesHook(0, RANK_ID)"),
-    "npu_callbacks_append": Unsupported(_NOT_KERAS3),
+    "npu_callbacks_append": Mapped(f"{_KERAS_CALLBACKS}:npu_callbacks_append",
+                                   "appends NPUBroadcastGlobalVariablesCallback(0)"),
     "npu_clear_session": Mapped(f"{_SHIMS}:npu_clear_session", "tf.keras's clear_session(), then a new session "
                                 "with npu_session_config_init(config) as tf.keras's session (tf-keras)"),
     "NpuEmptyHook": Mapped(f"{_SHIMS}:NpuEmptyHook", "a SessionRunHook that does nothing"),

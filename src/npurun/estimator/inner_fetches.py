@@ -19,6 +19,9 @@ _COMPILE_ID_ATTR = "_xla_compile_id"
 _LOOP_SCOPE = re.compile(r"^(.*/)?npurun_device_loop(_\d+)?/")
 _MAX_NAMED = 32  # top-level named scalars carried out of a loop
 _MAX_CACHED = 32
+# Top-level scalars that are not values model_fn computes (constants, inputs, variable reads)
+_NOT_NAMED_VALUES = frozenset({"Const", "Placeholder", "PlaceholderWithDefault", "VarHandleOp", "VariableV2",
+                               "ReadVariableOp", "NoOp"})
 
 
 class InnerTensorError(ValueError):
@@ -93,28 +96,31 @@ def named_in_body(hooks) -> list:
 
 
 def named_scalars_in_body(graph_before: set) -> list:
-    """Scalars model_fn named at its top level with tf.identity (`tf.identity(loss, name='loss')`,
-    'learning_rate', 'cross_entropy'): scripts name tensors so to fetch them by name from their hooks
+    """Scalars model_fn made at its top level, those it named with tf.identity first (`tf.identity(loss,
+    name='loss')`, 'learning_rate', 'cross_entropy'): scripts name tensors so to fetch them by name from their hooks
     ('loss:0' in a before_run), which on Ascend fetches the last step's value. `graph_before`: the
     names of the ops that existed before model_fn ran. The adapter's loss-scale flag
     ('apply_grads/overflow_status_reduce_all', a bool) is kept in whatever name scope it is."""
     graph = tf.compat.v1.get_default_graph()
     scope = graph.get_name_scope()
     prefix = f"{scope}/" if scope else ""
-    found = []
+    found, others = [], []
     for op in graph.get_operations():
-        if op.type != "Identity" or op.name in graph_before or not op.name.startswith(prefix):
+        if op.name in graph_before or not op.name.startswith(prefix) or op.type in _NOT_NAMED_VALUES:
             continue
         if not op.outputs or op.outputs[0].shape.rank != 0:
             continue
-        if op.name.rpartition("/")[2] == _OVERFLOW_STATUS and op.outputs[0].dtype == tf.bool:
+        if op.type == "Identity" and op.name.rpartition("/")[2] == _OVERFLOW_STATUS and op.outputs[0].dtype == tf.bool:
             found.append(op.outputs[0])
             continue
         if "/" in op.name[len(prefix):]:
             continue
         if op.outputs[0].dtype.is_floating or op.outputs[0].dtype.is_integer:
-            found.append(op.outputs[0])
-    return found[:_MAX_NAMED]
+            # Other top-level scalars too: `tf.losses.get_total_loss()` is the AddN 'total_loss', and the
+            # `tf.identity(total_loss, name='total_loss')` after it is 'total_loss_1' (32 folders), so a
+            # hook's 'total_loss:0' (41 folders) is the AddN, on Ascend as here. Identities come first.
+            (found if op.type == "Identity" else others).append(op.outputs[0])
+    return (found + others)[:_MAX_NAMED]
 
 
 def _in_body(graph, name):

@@ -168,18 +168,69 @@ def _getnext_outputs(graph) -> list:
             for t in op.outputs]
 
 
-def input_transform(ranges: parsers.ShapeRanges, bound: bool = False):
+class FeedCheck:
+    """The `data` ranges of a session created before its graph was built, checked on what it is fed.
+
+    TF 1 scripts often create their sessions first (`sess = tf.Session(config=...)`, then the model
+    class builds its graph; ViDeNN_ID1146 makes a static and a dynamic-input session that way, over one
+    graph). The Ascend adapter applies the ranges when the session first runs its graph; changing the
+    graph then would change it for every session over it (and TensorFlow refuses a graph changed after
+    another session ran it), so this session alone checks the values fed to the Placeholders, with
+    the same messages. The Placeholders are found (and counted) at the first run.
+    """
+
+    def __init__(self, data: Sequence[parsers.Shape]):
+        self._ranges = tuple(data)
+        self.deferred = False
+        self._placeholders = None
+
+    def check(self, graph, feed_dict) -> None:
+        if not self.deferred:
+            return
+        if self._placeholders is None:
+            placeholders = ordered_placeholders(graph)
+            if len(placeholders) != len(self._ranges):
+                raise _count_error("data", self._ranges, [op.name for op in placeholders])
+            self._placeholders = [op.outputs[0] for op in placeholders]
+        if not feed_dict:
+            return
+        import numpy
+
+        fed = {}
+        for key, value in feed_dict.items():
+            try:
+                fed[graph.as_graph_element(key) if isinstance(key, str) else key] = value
+            except (KeyError, ValueError, TypeError):
+                continue  # not a tensor of this graph: TensorFlow's own run reports it
+        for index, (tensor, shape) in enumerate(zip(self._placeholders, self._ranges)):
+            if tensor not in fed:
+                continue
+            where = f"dynamic_inputs_shape_range: data input {index} ({tensor.op.name})"
+            sizes = numpy.shape(fed[tensor])
+            if len(sizes) != len(shape):
+                raise ValueError(f"{where} has rank {len(sizes)} (shape {list(sizes)}), but its range "
+                                 f"[{','.join(map(str, shape))}] has rank {len(shape)}")
+            for d, (size, allowed) in enumerate(zip(sizes, shape)):
+                if not allowed.contains(size):
+                    raise ValueError(f"{where}, dimension {d}: size {size} is outside {allowed}")
+
+
+def input_transform(ranges: parsers.ShapeRanges, bound: bool = False, feed_check: FeedCheck | None = None):
     """A graph transform for the ranged inputs (module rules).
 
     It checks Placeholders (`data`) and, when `apply_to_dataset` was not used, the outputs of
     top-level IteratorGetNext ops (`getnext`). With `bound` (dynamic_execute under whole-step XLA
     compilation) it also hands every ranged input that feeds an XLA computation to `bound_for_xla`.
+    An empty graph (a session created before its graph: an Estimator's graph always has ops by then)
+    leaves the `data` ranges to `feed_check`, which the session runs on its feeds.
     """
 
     def transform(graph, mode: str) -> None:
         with graph.as_default():
             inputs = []  # (tensor, shape, kind, index, label, check)
-            if ranges.data:
+            if ranges.data and feed_check is not None and not graph.get_operations():
+                feed_check.deferred = True
+            elif ranges.data:
                 placeholders = ordered_placeholders(graph)
                 if len(placeholders) != len(ranges.data):
                     raise _count_error("data", ranges.data, [op.name for op in placeholders])
@@ -244,4 +295,7 @@ def contribute(options: Options, mode: str, plan: SessionPlan) -> None:
         else:
             bound = True
     if ranges is not None:
-        plan.graph_transforms.append(input_transform(ranges, bound))
+        feed_check = FeedCheck(ranges.data) if ranges.data else None
+        if feed_check is not None:
+            plan.feed_checks.append(feed_check)
+        plan.graph_transforms.append(input_transform(ranges, bound, feed_check))

@@ -29,6 +29,9 @@ class SessionPlan:
       graph_transforms: functions `(graph, mode) -> None` applied after `model_fn` built the graph
         and before it is finalised.
       hooks: SessionRunHooks added to the run (dump, profiling, ...).
+      feed_checks: objects with `check(graph, feed_dict)` that a session made from the plan (NPUSession)
+        calls before each run with the caller's feeds (dynamic_inputs.FeedCheck: the `data` ranges of
+        a session created before its graph was built).
       device: the device string model ops are placed on ('' lets TensorFlow choose).
       run_timeout_ms: per-run timeout (RunOptions.timeout_in_ms), 0 for none.
       target: the session target: '' for an in-process session, else the gRPC target of this
@@ -51,6 +54,7 @@ class SessionPlan:
     env: dict = field(default_factory=dict)
     graph_transforms: list = field(default_factory=list)
     hooks: list = field(default_factory=list)
+    feed_checks: list = field(default_factory=list)
     device: str = ""
     run_timeout_ms: int = 0
     target: str = ""

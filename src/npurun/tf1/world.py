@@ -96,6 +96,19 @@ _IMPLEMENTATION_PACKAGES = ("python", "core", "contrib", "examples", "tools", "l
 _LAYERS_DEPRECATED = r"`tf\.layers\.\w+` is deprecated"
 _NUMPY_ALIASES = {"float": float, "int": int, "bool": bool, "object": object, "str": str, "complex": complex,
                   "long": int, "unicode": str}
+# NumPy 2.0's removed aliases (its __expired_attributes__) that TF 1.15's NumPy had, each the name NumPy points to
+# instead: `np.NaN` (8 ModelZoo folders: DeepLab's eval), `np.Inf` (10), `np.product` (5), `np.infty`, ...
+_NUMPY2_REMOVED = {"NaN": "nan", "Inf": "inf", "Infinity": "inf", "PINF": "inf", "infty": "inf", "float_": "float64",
+                   "complex_": "complex128", "cfloat": "complex128", "singlecomplex": "complex64",
+                   "longfloat": "longdouble", "clongfloat": "clongdouble", "longcomplex": "clongdouble",
+                   "string_": "bytes_", "unicode_": "str_", "round_": "round", "product": "prod",
+                   "cumproduct": "cumprod", "alltrue": "all", "sometrue": "any", "mat": "asmatrix"}
+_NUMPY2_REMOVED_VALUES = {"NINF": float("-inf"), "PZERO": 0.0, "NZERO": -0.0}
+
+
+def numpy_names_provided() -> frozenset:
+    """The NumPy names a TF 1 script gets under `npurun run` although the installed NumPy has none."""
+    return frozenset(_NUMPY_ALIASES) | frozenset(_NUMPY2_REMOVED) | frozenset(_NUMPY2_REMOVED_VALUES)
 _NPURUN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -591,6 +604,7 @@ class TF1World:
         if self.scripts_get_tf1:
             self._variables_by_name()
             self._variable_truth()
+            self._integral_float_dimensions()
             self._numpy_aliases()
             self._absl_str_enums()
             import time
@@ -619,6 +633,27 @@ class TF1World:
 
         cls.__bool__ = __bool__
         self._restore.append((cls, "__bool__", original))
+
+    def _integral_float_dimensions(self):
+        """A shape dimension given as a float with an integral value (`[k, k, in_channel / split, out_channel]`,
+        a filter shape in Python 3 division: the cnn_basenet of MNN-LANENET_ID1251 and CRNN_Kernel_ID0055) is
+        that int, as TensorFlow 1.15's Dimension took `int(value)`; a float that is not integral is refused
+        with TF 1.15's "Ambiguous dimension". TensorFlow 2 accepts only ints and `__index__` (TypeError)."""
+        import numpy
+        from tensorflow.python.framework import tensor_shape
+
+        cls = tensor_shape.Dimension
+        original = cls.__dict__["__init__"]
+
+        def __init__(dimension, value):
+            if isinstance(value, (float, numpy.floating)):
+                if not numpy.isfinite(value) or int(value) != value:
+                    raise ValueError(f"Ambiguous dimension: {value}")
+                value = int(value)
+            original(dimension, value)
+
+        cls.__init__ = __init__
+        self._restore.append((cls, "__init__", original))
 
     def _variables_by_name(self):
         """'global_step:0' by name is the variable's value, as TensorFlow 1.15's ref variables were (21
@@ -701,10 +736,13 @@ class TF1World:
     def _numpy_aliases(self):
         """NumPy's aliases of Python types that TensorFlow 1.15's NumPy (< 1.24) still had: `np.float`,
         `np.int`, `np.bool`, ... (70, 95 and 47 ModelZoo folders use these three). NumPy 1.24 removed them;
-        each is the builtin it always was. Names NumPy has again (NumPy 2's `np.long`) are left alone."""
+        each is the builtin it always was. Names NumPy has again (NumPy 2's `np.long`) are left alone.
+        NumPy 2.0's removed aliases (`np.NaN`, `np.Inf`, `np.product`, ...) are the names it points to instead."""
         import numpy
 
-        for attribute, value in _NUMPY_ALIASES.items():
+        # (a NumPy without one of the targets gives nothing for that name rather than failing the run)
+        removed = {name: getattr(numpy, target) for name, target in _NUMPY2_REMOVED.items() if hasattr(numpy, target)}
+        for attribute, value in {**_NUMPY_ALIASES, **removed, **_NUMPY2_REMOVED_VALUES}.items():
             if attribute not in numpy.__dict__:
                 try:
                     with warnings.catch_warnings():  # NumPy 2 warns about what some of these names will become

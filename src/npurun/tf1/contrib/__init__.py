@@ -102,8 +102,15 @@ METRICS = _from(_V1, rename={
     "streaming_precision": f"{_V1}:metrics.precision", "streaming_recall": f"{_V1}:metrics.recall",
     "streaming_mean_squared_error": f"{_V1}:metrics.mean_squared_error",
     "streaming_mean_absolute_error": f"{_V1}:metrics.mean_absolute_error"})
+# contrib.metrics' metric-dict helpers are tf-slim's (11 folders; DeepLab's and object_detection's eval)
+METRICS.update(_from(_SLIM + ".metrics", "aggregate_metric_map", "aggregate_metrics"))
 
+# contrib.training's evaluation loop moved to tf-slim with contrib (DeepLab's eval.py: evaluate_repeatedly with a
+# SummaryAtEndHook; 4 folders)
+_SLIM_EVALUATION = "tf_slim.training.evaluation"
 TRAINING = {"HParams": Mapped("npurun.tf1.hparams:HParams"),
+            **_from(_SLIM_EVALUATION, "evaluate_repeatedly", "evaluate_once", "SummaryAtEndHook",
+                    "StopAfterNEvalsHook"),
             "checkpoints_iterator": Mapped(_target(f"{_V1}:train.checkpoints_iterator")),
             "wait_for_new_checkpoint": Mapped("tensorflow.python.training.checkpoint_utils:wait_for_new_checkpoint")}
 
@@ -159,10 +166,18 @@ ESTIMATOR.update({name: Unsupported("use tf.estimator") for name in (
     "multi_label_head", "build_supervised_input_receiver_fn_from_input_fn", "TowerOptimizer", "replicate_model_fn",
     "export_all_saved_models", "SavedModelEstimator")})
 
+# contrib.tfprof: a disabled ProfileContext around training, model_analyzer in eval / export (7 folders)
+_TFPROF = "npurun.tf1.contrib.tfprof"
+TFPROF = {"ProfileContext": Mapped(f"{_TFPROF}:ProfileContext", "disabled, an empty context (as in TF 1.15); "
+                                   "enabled raises: session tracing is not provided"),
+          "model_analyzer": Mapped(f"{_TFPROF}:model_analyzer", "print_model_analysis is TensorFlow's "
+                                   "model_analyzer.profile; the option dicts are ProfileOptionBuilder's"),
+          "tfprof_logger": Mapped("tensorflow.python.profiler.tfprof_logger")}
+
 # Module name (below tensorflow.contrib) -> its names. Only listed modules have usable names.
 MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
            "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE, "summary": SUMMARY, "learn": LEARN,
-           "util": UTIL, "lookup": LOOKUP, "crf": CRF, "estimator": ESTIMATOR}
+           "util": UTIL, "lookup": LOOKUP, "crf": CRF, "estimator": ESTIMATOR, "tfprof": TFPROF}
 # Whole modules that are another package.
 PACKAGES = {"slim": _SLIM}
 UNSUPPORTED_MODULES = {
@@ -173,7 +188,7 @@ UNSUPPORTED_MODULES = {
     "hccl": "use npu_bridge.hccl / hccl.manage.api",
     "seq2seq": _NOT_PORTED, "cudnn_rnn": _NOT_PORTED,
     "quantize": _NOT_PORTED, "distributions": "use tensorflow-probability",
-    "sparsemax": _NOT_PORTED, "tfprof": "use tf.compat.v1.profiler", "cloud": _NOT_PORTED,
+    "sparsemax": _NOT_PORTED, "cloud": _NOT_PORTED,
     "compiler": _NOT_PORTED, "keras": "use tf.keras",
     "legacy_seq2seq": _NOT_PORTED, "losses": _NOT_PORTED,
 }
@@ -205,7 +220,7 @@ IMPORT_ONLY_PATHS = {
 # Model folders of Ascend/ModelZoo-TensorFlow using each tf.contrib module (counted while building this).
 MODELZOO_FOLDERS = {"layers": 260, "slim": 141, "data": 111, "framework": 73, "tpu": 52, "rnn": 46,
                     "training": 38, "cluster_resolver": 34, "image": 32, "distribute": 22, "opt": 21,
-                    "metrics": 16, "summary": 13, "learn": 34, "util": 8, "lookup": 7}
+                    "metrics": 16, "summary": 13, "learn": 34, "util": 8, "lookup": 7, "tfprof": 7}
 
 
 def _error(name: str, why: str) -> AdapterAPIError:
