@@ -30,8 +30,9 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   Keras 2.x's `lr=` for learning_rate again, and a Keras 2 library's `keras.src.engine` (tensorflow-addons)
   is tf-keras's.
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
-  as in the NumPy of TensorFlow 1.15; absl flags take a str `enum_values` as absl-py 0.x did; `time.clock`
-  (Python 3.7's, removed in 3.8) is `time.process_time`.
+  as in the NumPy of TensorFlow 1.15 and of the TF 2.4-era npu_device scripts (NumPy 1.19); absl flags take a
+  str `enum_values` as absl-py 0.x did (both script kinds); `time.clock` (Python 3.7's, removed in 3.8) is
+  `time.process_time` (TF 1 scripts).
 - With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
   shapes and tensor equality, v1 control flow) is switched on when a script first imports
   TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
@@ -60,6 +61,9 @@ _EXTRA_MODULES = {
     "tensorflow.python.eager.profiler": "npurun.tf1.eager_profiler",  # official-models' keras_utils
     "tensorflow.python.distribute.distribution_strategy_context": "tensorflow.python.distribute.distribute_lib",
     "tensorflow.python.training.distribution_strategy_context": "tensorflow.python.distribute.distribute_lib",
+    # TF <= 2.x's training_ops.py re-exported the generated training ops (official models' LARS / SGD optimizers
+    # vendored into ResNet50_ID0360: `training_ops.resource_apply_keras_momentum`); TensorFlow 2.21 has only these
+    "tensorflow.python.training.training_ops": "tensorflow.python.ops.gen_training_ops",
     "tensorflow.python.tpu.tpu_config": "npurun.tf1.contrib.tpu",  # RunConfig, TPUConfig, InputPipelineConfig
     # tensorflow-determinism (refuses TensorFlow 2.21): its patch() is TensorFlow's own op determinism
     "tfdeterminism": "npurun.tf1.tfdeterminism",
@@ -313,9 +317,35 @@ def _tf2_keras_namespace(name):
     return value
 
 
-# Keras 2.x modules tf-keras (Keras 2.15+) keeps elsewhere: Keras <= 2.10's `keras.optimizer_v2` (TF 2.x-era
-# scripts subclass `optimizer_v2.OptimizerV2`: 9 TensorFlow2 ModelZoo files) is its `optimizers.legacy`.
-_KERAS_2_MOVES = (("keras.optimizer_v2", "tf_keras.src.optimizers.legacy"),)
+# Keras 2.x modules tf-keras (Keras 2.15+) keeps elsewhere, most specific first: Keras <= 2.10's
+# `keras.optimizer_v2` (TF 2.x-era scripts subclass `optimizer_v2.OptimizerV2`: 9 TensorFlow2 ModelZoo files) is
+# its `optimizers.legacy`, except the package's helper modules, which tf-keras moved beside it (official models'
+# vendored tf2_common `optimizer_v2modified.py`: `from keras.optimizer_v2 import utils`, 2 TensorFlow2 folders).
+_KERAS_2_MOVES = (("keras.optimizer_v2.utils", "tf_keras.src.optimizers.utils"),
+                  ("keras.optimizer_v2.learning_rate_schedule", "tf_keras.src.optimizers.schedules.learning_rate_schedule"),
+                  ("keras.optimizer_v2.legacy_learning_rate_decay", "tf_keras.src.optimizers.legacy_learning_rate_decay"),
+                  ("keras.optimizer_v2", "tf_keras.src.optimizers.legacy"))
+
+
+def _keras2_target(name):
+    """tf-keras's module for the Keras 2.x module `name` (`keras[.x]`)."""
+    for old, new in _KERAS_2_MOVES:
+        if name == old or name.startswith(old + "."):
+            return new + name[len(old):]
+    return "tf_keras.src" + name[len("keras"):]
+
+
+def _with_moved_submodules(name, module, fromlist):
+    """`module` for `from NAME import a, b`, where some of a, b are Keras 2.x submodules tf-keras keeps elsewhere
+    (`from keras.optimizer_v2 import utils`): then a module named NAME giving those and `module`'s names."""
+    moved = {item: importlib.import_module(_keras2_target(f"{name}.{item}")) for item in fromlist or ()
+             if item != "*" and _keras2_target(f"{name}.{item}") != f"{module.__name__}.{item}"}
+    if not moved:
+        return module
+    view = types.ModuleType(name, f"{module.__name__}, with the Keras 2.x submodules tf-keras keeps elsewhere")
+    view.__dict__.update(moved)
+    view.__getattr__ = lambda attribute: getattr(module, attribute)
+    return view
 
 
 def _standalone_keras(name, fromlist):
@@ -325,10 +355,7 @@ def _standalone_keras(name, fromlist):
     Keras 3 (today's `keras`) has no graph mode or sessions. tf-keras is Keras 2, the Keras the script's
     `tf.keras` is, sharing its session (`K.set_session`). A module tf-keras lacks (`keras.engine.topology`)
     is a ModuleNotFoundError naming it."""
-    target = "tf_keras.src" + name[len("keras"):]
-    for old, new in _KERAS_2_MOVES:
-        if name == old or name.startswith(old + "."):
-            target = new + name[len(old):]
+    target = _keras2_target(name)
     try:
         module = importlib.import_module(target)
     except ModuleNotFoundError as missing:
@@ -341,7 +368,7 @@ def _standalone_keras(name, fromlist):
                 importlib.import_module(f"{target}.{item}")
             except ImportError:
                 pass  # a name, not a submodule: `from keras.layers import Dense` reads it from the module
-    return module if fromlist else importlib.import_module("tf_keras.src")
+    return _with_moved_submodules(name, module, fromlist) if fromlist else importlib.import_module("tf_keras.src")
 
 
 def _script_estimator():
@@ -565,7 +592,7 @@ class TF1World:
 
     def attach(self, tf):
         """When TensorFlow is imported: TF 1 names at their TF 1 paths (`graph_util.convert_variables_to_constants`)."""
-        from tensorflow.python.framework import graph_util, indexed_slices, ops, tensor
+        from tensorflow.python.framework import graph_util, indexed_slices, ops, tensor, tensor_conversion
         from tensorflow.python import training as training_package
         from tensorflow.python.ops import array_ops, array_ops_stack, gen_training_ops
 
@@ -580,6 +607,9 @@ class TF1World:
                 # Keras 2.x optimizers copied into TF 2.x-era scripts (involution's my_adam.py) import it from
                 # tensorflow.python.training, where TF <= 2.8 also had it
                 (training_package, "gen_training_ops", gen_training_ops),
+                # official models' LARS learning-rate schedule (lars_util.py, 3 TensorFlow2 folders): TF 2.13 moved
+                # it to tensor_conversion
+                (ops, "convert_to_tensor_v2", tensor_conversion.convert_to_tensor_v2),
                 # the adapter's npu_ops.py, vendored into 24 TensorFlow2 ModelZoo folders beside
                 # npu_convert_dropout.py, seeds its dropout with the graph's last op id (TF <= 2.12's Graph had it)
                 (ops.Graph, "_last_id", property(_graph_last_id))):
@@ -588,11 +618,15 @@ class TF1World:
                 self._patched.append((obj, attribute))
         if self.scripts_get_keras2 and not self.scripts_get_tf1:
             self._keras2_lr()
+        if self.scripts_get_keras2:
+            # TF 1.15's and the npu_device (TF 2.4-era) scripts' environment alike: NumPy < 1.24, absl-py 0.x,
+            # Keras 2.1-2.4's tf.keras.mixed_precision.experimental
+            self._numpy_aliases()
+            self._absl_str_enums()
+            self._keras_mixed_precision_experimental()
         if self.scripts_get_tf1:
             self._variables_by_name()
             self._variable_truth()
-            self._numpy_aliases()
-            self._absl_str_enums()
             import time
 
             # Python 3.7 (TensorFlow 1.15's newest) still had time.clock, on Linux the process's CPU time;
@@ -676,11 +710,28 @@ class TF1World:
         base._process_kwargs, base._build_learning_rate = process_kwargs, build_learning_rate  # noqa: SLF001
         self._restore += [(base, "_process_kwargs", process), (base, "_build_learning_rate", build)]
 
+    def _keras_mixed_precision_experimental(self):
+        """`tf.keras.mixed_precision.experimental.set_policy(...)` (official models' performance.py, vendored into
+        7 TensorFlow2 folders): Keras 2.1-2.4's names on tf-keras's present API (npurun.tf1.keras_mixed_precision)."""
+        import importlib
+
+        from . import keras_mixed_precision
+
+        for api in ("tf_keras.api._v2.keras.mixed_precision", "tf_keras.api._v1.keras.mixed_precision"):
+            try:
+                namespace = importlib.import_module(api)
+            except ImportError:
+                continue
+            if not hasattr(namespace, "experimental"):
+                namespace.experimental = keras_mixed_precision.module()
+                self._patched.append((namespace, "experimental"))
+
     def _absl_str_enums(self):
         """`flags.DEFINE_enum(..., enum_values=("keras', 'graph_rewrite"), ...)`: official-models scripts (9
-        ModelZoo folders) pass a str by mistake. absl-py 0.x, TensorFlow 1.15's, kept it and tested membership
-        in it (`'keras' in "keras', 'graph_rewrite"`); absl-py 1.0+ refuses a str. Here a str is kept as 0.x kept
-        it, for the TF 1 script's run (put back when the world is uninstalled)."""
+        ModelZoo folders; 7 TensorFlow2 npu_device folders vendor the same flags code) pass a str by mistake.
+        absl-py 0.x, TensorFlow 1.15's and TF 2.4's, kept it and tested membership in it
+        (`'keras' in "keras', 'graph_rewrite"`); absl-py 1.0+ refuses a str. Here a str is kept as 0.x kept
+        it, for the script's run (put back when the world is uninstalled)."""
         from absl.flags import _argument_parser
 
         parser = _argument_parser.EnumParser

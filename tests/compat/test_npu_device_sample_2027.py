@@ -1,0 +1,37 @@
+"""What the second draw of real TensorFlow2 ModelZoo npu_device scripts (docs/compat.md, random.Random(2027))
+needed: TF 2.4-era names the official models' code vendored into those folders uses, in a script of our own in
+that style (npu_device_scripts/tf24_official_loop.py) run with `npurun run`."""
+import json
+import os
+
+import pytest
+
+from .conftest import run_compat
+
+SCRIPTS = os.path.join(os.path.dirname(__file__), "npu_device_scripts")
+pytestmark = pytest.mark.slow
+
+
+def test_tf24_official_models_names_train_a_custom_loop(tmp_path):
+    # ResNet50_ID0360's tf2_common / lars_optimizer.py / performance.py: `from keras.optimizer_v2 import utils`
+    # (2 TensorFlow2 folders), `from tensorflow.python.training import training_ops` (1), an absl enum with a str
+    # enum_values (7), tf.keras.mixed_precision.experimental (7), ops.convert_to_tensor_v2 (3); np.float (5)
+    out = tmp_path / "report.json"
+    done = run_compat("run", os.path.join(SCRIPTS, "tf24_official_loop.py"), out, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(out.read_text())
+    assert report["loss"][-1] < 0.2 * report["loss"][0], report["loss"]
+    assert report["fp16_implementation"] == "keras"  # absl-py 0.x kept a str enum_values
+    assert report["global_policy"] == "float32"
+    assert report["policy"] == ["mixed_float16", "dynamic"]
+    assert report["loss_scale"] == 128.0 and report["is_lso"] is True
+    assert report["x_dtype"] == "float64"
+
+
+def test_a_fixed_loss_scale_in_the_experimental_policy_is_refused_not_ignored(tmp_path):
+    script = tmp_path / "policy.py"
+    script.write_text("import tensorflow as tf\nimport npu_device\nnpu_device.open().as_default()\n"
+                      "tf.keras.mixed_precision.experimental.Policy('mixed_float16', loss_scale=256)\n")
+    done = run_compat("run", script, timeout=300)
+    assert done.returncode != 0
+    assert "loss_scale 'auto', 'dynamic' or None only" in done.stderr
