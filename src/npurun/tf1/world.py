@@ -616,6 +616,15 @@ class TF1World:
             if not hasattr(obj, attribute):
                 setattr(obj, attribute, value)
                 self._patched.append((obj, attribute))
+        # `tf.compat.v1` is TensorFlow 1's API with what npurun attaches (tf.estimator, ...); TensorFlow generates
+        # a second copy of that API as `tf.compat.v1.compat.v1`, which scripts reach when a star import gave them
+        # `tf` = tf.compat.v1 (npu_device.compat.v1.npu_init under TensorFlow 2) and they then write
+        # `tf.compat.v1.estimator.tpu.RunConfig` (Roberta_Series; 4 TensorFlow2 folders read tf.compat.v1 after
+        # that import): it is the one API here
+        compat_of_v1 = tf.compat.v1.compat
+        if getattr(compat_of_v1, "v1", None) is not tf.compat.v1:
+            self._restore.append((compat_of_v1, "v1", getattr(compat_of_v1, "v1", None)))
+            compat_of_v1.v1 = tf.compat.v1
         if self.scripts_get_keras2 and not self.scripts_get_tf1:
             self._keras2_lr()
         if self.scripts_get_keras2:
@@ -623,7 +632,7 @@ class TF1World:
             # Keras 2.1-2.4's tf.keras.mixed_precision.experimental
             self._numpy_aliases()
             self._absl_str_enums()
-            self._keras_mixed_precision_experimental()
+            self._keras_2_4_names()
         if self.scripts_get_tf1:
             self._variables_by_name()
             self._variable_truth()
@@ -710,21 +719,27 @@ class TF1World:
         base._process_kwargs, base._build_learning_rate = process_kwargs, build_learning_rate  # noqa: SLF001
         self._restore += [(base, "_process_kwargs", process), (base, "_build_learning_rate", build)]
 
-    def _keras_mixed_precision_experimental(self):
-        """`tf.keras.mixed_precision.experimental.set_policy(...)` (official models' performance.py, vendored into
-        7 TensorFlow2 folders): Keras 2.1-2.4's names on tf-keras's present API (npurun.tf1.keras_mixed_precision)."""
+    def _keras_2_4_names(self):
+        """Names the script's `tf.keras` had up to Keras 2.4 and tf-keras's API namespace lacks:
+        `tf.keras.mixed_precision.experimental.set_policy(...)` (official models' performance.py, vendored into
+        7 TensorFlow2 folders: npurun.tf1.keras_mixed_precision) and `tf.keras.__version__` (tf-keras's version;
+        subclassing_conv_layers_ID2615 prints it first thing)."""
         import importlib
 
         from . import keras_mixed_precision
 
-        for api in ("tf_keras.api._v2.keras.mixed_precision", "tf_keras.api._v1.keras.mixed_precision"):
+        for api in ("tf_keras.api._v2.keras", "tf_keras.api._v1.keras"):
             try:
-                namespace = importlib.import_module(api)
+                keras = importlib.import_module(api)
+                mixed_precision = importlib.import_module(api + ".mixed_precision")
             except ImportError:
                 continue
-            if not hasattr(namespace, "experimental"):
-                namespace.experimental = keras_mixed_precision.module()
-                self._patched.append((namespace, "experimental"))
+            if not hasattr(mixed_precision, "experimental"):
+                mixed_precision.experimental = keras_mixed_precision.module()
+                self._patched.append((mixed_precision, "experimental"))
+            if not hasattr(keras, "__version__"):
+                keras.__version__ = importlib.import_module("tf_keras").__version__
+                self._patched.append((keras, "__version__"))
 
     def _absl_str_enums(self):
         """`flags.DEFINE_enum(..., enum_values=("keras', 'graph_rewrite"), ...)`: official-models scripts (9

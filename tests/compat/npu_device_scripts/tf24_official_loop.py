@@ -2,7 +2,7 @@
 ModelZoo folders: absl flags with a str enum_values, Keras 2.4's `tf.keras.mixed_precision.experimental`, a
 momentum optimizer subclassing `keras.optimizer_v2.optimizer_v2.OptimizerV2` that applies
 `training_ops.resource_apply_keras_momentum` and `optimizer_utils` from `keras.optimizer_v2`, a learning-rate
-schedule built on `ops.convert_to_tensor_v2`, and `np.float`. argv: out.json (then absl's flags)."""
+schedule built on `ops.convert_to_tensor_v2`, `np.float` and `tf.keras.__version__`. argv: out.json (then absl's flags)."""
 import json
 import sys
 
@@ -80,7 +80,7 @@ def main(argv):
               "global_policy": tf.keras.mixed_precision.experimental.global_policy().name,
               "policy": [policy.name, policy.loss_scale], "loss_scale": float(optimizer.loss_scale),
               "is_lso": isinstance(optimizer, tf.keras.mixed_precision.experimental.LossScaleOptimizer),
-              "x_dtype": str(x.dtype)}
+              "x_dtype": str(x.dtype), "keras_version": tf.keras.__version__}
     with open(argv[1], "w") as out:
         json.dump(report, out)
 
