@@ -54,3 +54,21 @@ def test_tf_compat_v1_after_the_npu_init_star_import_is_tensorflow_1s_api_with_t
     done = run_compat("run", script, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-3:] == ["True", "True", "False"], done.stdout
+
+
+def test_a_tf_keras_optimizer_compiled_in_tensorflow_1_graph_mode_trains_at_its_rate(tmp_path):
+    # Oct-ResNet_ID2890: `from tensorflow.keras.optimizers import Adam`, npu_device.compat.enable_v1() and
+    # tf.disable_v2_behavior(), then model.compile(optimizer=Adam(lr=...)) and fit on numpy
+    script = tmp_path / "graph_fit.py"
+    script.write_text(
+        "import numpy as np\nfrom tensorflow import keras\nfrom tensorflow.keras.optimizers import Adam\n"
+        "import npu_device\nfrom npu_device.compat.v1.npu_init import *\nnpu_device.compat.enable_v1()\n"
+        "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\nfrom keras import backend as K\n"
+        "x = np.random.RandomState(0).randn(256, 4).astype('float32')\ny = x.sum(axis=1, keepdims=True)\n"
+        "model = keras.Sequential([keras.layers.Dense(8, activation='tanh', input_shape=(4,)), keras.layers.Dense(1)])\n"
+        "model.compile(loss='mse', optimizer=Adam(lr=0.02))\n"
+        "history = model.fit(x, y, batch_size=32, epochs=8, verbose=0).history['loss']\n"
+        "print(tf.executing_eagerly(), round(float(K.get_value(model.optimizer.lr)), 6), history[-1] < 0.3 * history[0])\n")
+    done = run_compat("run", script, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-3:] == ["False", "0.02", "True"], done.stdout

@@ -627,6 +627,7 @@ class TF1World:
             compat_of_v1.v1 = tf.compat.v1
         if self.scripts_get_keras2 and not self.scripts_get_tf1:
             self._keras2_lr()
+            self._new_optimizers_in_graph_mode()
         if self.scripts_get_keras2:
             # TF 1.15's and the npu_device (TF 2.4-era) scripts' environment alike: NumPy < 1.24, absl-py 0.x,
             # Keras 2.1-2.4's tf.keras.mixed_precision.experimental
@@ -740,6 +741,32 @@ class TF1World:
             if not hasattr(keras, "__version__"):
                 keras.__version__ = importlib.import_module("tf_keras").__version__
                 self._patched.append((keras, "__version__"))
+
+    def _new_optimizers_in_graph_mode(self):
+        """`from tensorflow.keras.optimizers import Adam`, then TensorFlow 1 behaviour (`npu_device.compat.enable_v1()`,
+        `tf.disable_v2_behavior()`) and `model.compile(optimizer=Adam(...))` (Oct-ResNet_ID2890; 5 TensorFlow2
+        folders mix graph mode and tf.keras.optimizers): TF 2.4's Adam was a graph-mode optimizer. tf-keras's
+        graph-mode compile converts its Adam to the legacy one from its config, which reads each hyperparameter
+        variable's value, and a variable has no value in a graph before a session runs it: its initial value (the
+        number the script gave) is its value then."""
+        import tensorflow as tf
+        from tf_keras.src.optimizers import optimizer
+
+        base = optimizer._BaseOptimizer  # noqa: SLF001 - get_config of every tf-keras optimizer calls this
+        original = base._serialize_hyperparameter  # noqa: SLF001
+        if getattr(original, "__npurun_graph__", False):
+            return
+
+        def serialize_hyperparameter(self, hyperparameter):
+            if isinstance(hyperparameter, tf.Variable) and not tf.executing_eagerly():
+                value = tf.get_static_value(hyperparameter.initial_value)
+                if value is not None:
+                    return value.item() if hasattr(value, "item") else value
+            return original(self, hyperparameter)
+
+        serialize_hyperparameter.__npurun_graph__ = True
+        base._serialize_hyperparameter = serialize_hyperparameter  # noqa: SLF001
+        self._restore.append((base, "_serialize_hyperparameter", original))
 
     def _absl_str_enums(self):
         """`flags.DEFINE_enum(..., enum_values=("keras', 'graph_rewrite"), ...)`: official-models scripts (9
