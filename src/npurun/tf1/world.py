@@ -30,8 +30,9 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   Keras 2.x's `lr=` for learning_rate again, and a Keras 2 library's `keras.src.engine` (tensorflow-addons)
   is tf-keras's.
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
-  as in the NumPy of TensorFlow 1.15; absl flags take a str `enum_values` as absl-py 0.x did; `time.clock`
-  (Python 3.7's, removed in 3.8) is `time.process_time`.
+  as in the NumPy of TensorFlow 1.15 and of the TF 2.4-era npu_device scripts (NumPy 1.19); absl flags take a
+  str `enum_values` as absl-py 0.x did (both script kinds); `time.clock` (Python 3.7's, removed in 3.8) is
+  `time.process_time` (TF 1 scripts).
 - With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
   shapes and tensor equality, v1 control flow) is switched on when a script first imports
   TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
@@ -60,6 +61,9 @@ _EXTRA_MODULES = {
     "tensorflow.python.eager.profiler": "npurun.tf1.eager_profiler",  # official-models' keras_utils
     "tensorflow.python.distribute.distribution_strategy_context": "tensorflow.python.distribute.distribute_lib",
     "tensorflow.python.training.distribution_strategy_context": "tensorflow.python.distribute.distribute_lib",
+    # TF <= 2.x's training_ops.py re-exported the generated training ops (official models' LARS / SGD optimizers
+    # vendored into ResNet50_ID0360: `training_ops.resource_apply_keras_momentum`); TensorFlow 2.21 has only these
+    "tensorflow.python.training.training_ops": "tensorflow.python.ops.gen_training_ops",
     "tensorflow.python.tpu.tpu_config": "npurun.tf1.contrib.tpu",  # RunConfig, TPUConfig, InputPipelineConfig
     # tensorflow-determinism (refuses TensorFlow 2.21): its patch() is TensorFlow's own op determinism
     "tfdeterminism": "npurun.tf1.tfdeterminism",
@@ -326,9 +330,35 @@ def _tf2_keras_namespace(name):
     return value
 
 
-# Keras 2.x modules tf-keras (Keras 2.15+) keeps elsewhere: Keras <= 2.10's `keras.optimizer_v2` (TF 2.x-era
-# scripts subclass `optimizer_v2.OptimizerV2`: 9 TensorFlow2 ModelZoo files) is its `optimizers.legacy`.
-_KERAS_2_MOVES = (("keras.optimizer_v2", "tf_keras.src.optimizers.legacy"),)
+# Keras 2.x modules tf-keras (Keras 2.15+) keeps elsewhere, most specific first: Keras <= 2.10's
+# `keras.optimizer_v2` (TF 2.x-era scripts subclass `optimizer_v2.OptimizerV2`: 9 TensorFlow2 ModelZoo files) is
+# its `optimizers.legacy`, except the package's helper modules, which tf-keras moved beside it (official models'
+# vendored tf2_common `optimizer_v2modified.py`: `from keras.optimizer_v2 import utils`, 2 TensorFlow2 folders).
+_KERAS_2_MOVES = (("keras.optimizer_v2.utils", "tf_keras.src.optimizers.utils"),
+                  ("keras.optimizer_v2.learning_rate_schedule", "tf_keras.src.optimizers.schedules.learning_rate_schedule"),
+                  ("keras.optimizer_v2.legacy_learning_rate_decay", "tf_keras.src.optimizers.legacy_learning_rate_decay"),
+                  ("keras.optimizer_v2", "tf_keras.src.optimizers.legacy"))
+
+
+def _keras2_target(name):
+    """tf-keras's module for the Keras 2.x module `name` (`keras[.x]`)."""
+    for old, new in _KERAS_2_MOVES:
+        if name == old or name.startswith(old + "."):
+            return new + name[len(old):]
+    return "tf_keras.src" + name[len("keras"):]
+
+
+def _with_moved_submodules(name, module, fromlist):
+    """`module` for `from NAME import a, b`, where some of a, b are Keras 2.x submodules tf-keras keeps elsewhere
+    (`from keras.optimizer_v2 import utils`): then a module named NAME giving those and `module`'s names."""
+    moved = {item: importlib.import_module(_keras2_target(f"{name}.{item}")) for item in fromlist or ()
+             if item != "*" and _keras2_target(f"{name}.{item}") != f"{module.__name__}.{item}"}
+    if not moved:
+        return module
+    view = types.ModuleType(name, f"{module.__name__}, with the Keras 2.x submodules tf-keras keeps elsewhere")
+    view.__dict__.update(moved)
+    view.__getattr__ = lambda attribute: getattr(module, attribute)
+    return view
 
 
 def _standalone_keras(name, fromlist):
@@ -338,10 +368,7 @@ def _standalone_keras(name, fromlist):
     Keras 3 (today's `keras`) has no graph mode or sessions. tf-keras is Keras 2, the Keras the script's
     `tf.keras` is, sharing its session (`K.set_session`). A module tf-keras lacks (`keras.engine.topology`)
     is a ModuleNotFoundError naming it."""
-    target = "tf_keras.src" + name[len("keras"):]
-    for old, new in _KERAS_2_MOVES:
-        if name == old or name.startswith(old + "."):
-            target = new + name[len(old):]
+    target = _keras2_target(name)
     try:
         module = importlib.import_module(target)
     except ModuleNotFoundError as missing:
@@ -354,7 +381,7 @@ def _standalone_keras(name, fromlist):
                 importlib.import_module(f"{target}.{item}")
             except ImportError:
                 pass  # a name, not a submodule: `from keras.layers import Dense` reads it from the module
-    return module if fromlist else importlib.import_module("tf_keras.src")
+    return _with_moved_submodules(name, module, fromlist) if fromlist else importlib.import_module("tf_keras.src")
 
 
 def _script_estimator():
@@ -578,7 +605,7 @@ class TF1World:
 
     def attach(self, tf):
         """When TensorFlow is imported: TF 1 names at their TF 1 paths (`graph_util.convert_variables_to_constants`)."""
-        from tensorflow.python.framework import graph_util, indexed_slices, ops, tensor
+        from tensorflow.python.framework import graph_util, indexed_slices, ops, tensor, tensor_conversion
         from tensorflow.python import training as training_package
         from tensorflow.python.ops import array_ops, array_ops_stack, gen_training_ops
 
@@ -593,20 +620,37 @@ class TF1World:
                 # Keras 2.x optimizers copied into TF 2.x-era scripts (involution's my_adam.py) import it from
                 # tensorflow.python.training, where TF <= 2.8 also had it
                 (training_package, "gen_training_ops", gen_training_ops),
+                # official models' LARS learning-rate schedule (lars_util.py, 3 TensorFlow2 folders): TF 2.13 moved
+                # it to tensor_conversion
+                (ops, "convert_to_tensor_v2", tensor_conversion.convert_to_tensor_v2),
                 # the adapter's npu_ops.py, vendored into 24 TensorFlow2 ModelZoo folders beside
                 # npu_convert_dropout.py, seeds its dropout with the graph's last op id (TF <= 2.12's Graph had it)
                 (ops.Graph, "_last_id", property(_graph_last_id))):
             if not hasattr(obj, attribute):
                 setattr(obj, attribute, value)
                 self._patched.append((obj, attribute))
+        # `tf.compat.v1` is TensorFlow 1's API with what npurun attaches (tf.estimator, ...); TensorFlow generates
+        # a second copy of that API as `tf.compat.v1.compat.v1`, which scripts reach when a star import gave them
+        # `tf` = tf.compat.v1 (npu_device.compat.v1.npu_init under TensorFlow 2) and they then write
+        # `tf.compat.v1.estimator.tpu.RunConfig` (Roberta_Series; 4 TensorFlow2 folders read tf.compat.v1 after
+        # that import): it is the one API here
+        compat_of_v1 = tf.compat.v1.compat
+        if getattr(compat_of_v1, "v1", None) is not tf.compat.v1:
+            self._restore.append((compat_of_v1, "v1", getattr(compat_of_v1, "v1", None)))
+            compat_of_v1.v1 = tf.compat.v1
         if self.scripts_get_keras2 and not self.scripts_get_tf1:
             self._keras2_lr()
+            self._new_optimizers_in_graph_mode()
+        if self.scripts_get_keras2:
+            # TF 1.15's and the npu_device (TF 2.4-era) scripts' environment alike: NumPy < 1.24, absl-py 0.x,
+            # Keras 2.1-2.4's tf.keras.mixed_precision.experimental
+            self._numpy_aliases()
+            self._absl_str_enums()
+            self._keras_2_4_names()
         if self.scripts_get_tf1:
             self._variables_by_name()
             self._variable_truth()
             self._integral_float_dimensions()
-            self._numpy_aliases()
-            self._absl_str_enums()
             import time
 
             # Python 3.7 (TensorFlow 1.15's newest) still had time.clock, on Linux the process's CPU time;
@@ -711,11 +755,60 @@ class TF1World:
         base._process_kwargs, base._build_learning_rate = process_kwargs, build_learning_rate  # noqa: SLF001
         self._restore += [(base, "_process_kwargs", process), (base, "_build_learning_rate", build)]
 
+    def _keras_2_4_names(self):
+        """Names the script's `tf.keras` had up to Keras 2.4 and tf-keras's API namespace lacks:
+        `tf.keras.mixed_precision.experimental.set_policy(...)` (official models' performance.py, vendored into
+        7 TensorFlow2 folders: npurun.tf1.keras_mixed_precision) and `tf.keras.__version__` (tf-keras's version;
+        subclassing_conv_layers_ID2615 prints it first thing)."""
+        import importlib
+
+        from . import keras_mixed_precision
+
+        for api in ("tf_keras.api._v2.keras", "tf_keras.api._v1.keras"):
+            try:
+                keras = importlib.import_module(api)
+                mixed_precision = importlib.import_module(api + ".mixed_precision")
+            except ImportError:
+                continue
+            if not hasattr(mixed_precision, "experimental"):
+                mixed_precision.experimental = keras_mixed_precision.module()
+                self._patched.append((mixed_precision, "experimental"))
+            if not hasattr(keras, "__version__"):
+                keras.__version__ = importlib.import_module("tf_keras").__version__
+                self._patched.append((keras, "__version__"))
+
+    def _new_optimizers_in_graph_mode(self):
+        """`from tensorflow.keras.optimizers import Adam`, then TensorFlow 1 behaviour (`npu_device.compat.enable_v1()`,
+        `tf.disable_v2_behavior()`) and `model.compile(optimizer=Adam(...))` (Oct-ResNet_ID2890; 5 TensorFlow2
+        folders mix graph mode and tf.keras.optimizers): TF 2.4's Adam was a graph-mode optimizer. tf-keras's
+        graph-mode compile converts its Adam to the legacy one from its config, which reads each hyperparameter
+        variable's value, and a variable has no value in a graph before a session runs it: its initial value (the
+        number the script gave) is its value then."""
+        import tensorflow as tf
+        from tf_keras.src.optimizers import optimizer
+
+        base = optimizer._BaseOptimizer  # noqa: SLF001 - get_config of every tf-keras optimizer calls this
+        original = base._serialize_hyperparameter  # noqa: SLF001
+        if getattr(original, "__npurun_graph__", False):
+            return
+
+        def serialize_hyperparameter(self, hyperparameter):
+            if isinstance(hyperparameter, tf.Variable) and not tf.executing_eagerly():
+                value = tf.get_static_value(hyperparameter.initial_value)
+                if value is not None:
+                    return value.item() if hasattr(value, "item") else value
+            return original(self, hyperparameter)
+
+        serialize_hyperparameter.__npurun_graph__ = True
+        base._serialize_hyperparameter = serialize_hyperparameter  # noqa: SLF001
+        self._restore.append((base, "_serialize_hyperparameter", original))
+
     def _absl_str_enums(self):
         """`flags.DEFINE_enum(..., enum_values=("keras', 'graph_rewrite"), ...)`: official-models scripts (9
-        ModelZoo folders) pass a str by mistake. absl-py 0.x, TensorFlow 1.15's, kept it and tested membership
-        in it (`'keras' in "keras', 'graph_rewrite"`); absl-py 1.0+ refuses a str. Here a str is kept as 0.x kept
-        it, for the TF 1 script's run (put back when the world is uninstalled)."""
+        ModelZoo folders; 7 TensorFlow2 npu_device folders vendor the same flags code) pass a str by mistake.
+        absl-py 0.x, TensorFlow 1.15's and TF 2.4's, kept it and tested membership in it
+        (`'keras' in "keras', 'graph_rewrite"`); absl-py 1.0+ refuses a str. Here a str is kept as 0.x kept
+        it, for the script's run (put back when the world is uninstalled)."""
         from absl.flags import _argument_parser
 
         parser = _argument_parser.EnumParser
