@@ -16,6 +16,7 @@ import tensorflow as tf
 import npurun
 from estimator_helpers import checkpoint_steps, input_fn_for, make_data, model_fn
 from npurun.estimator import NPUEstimator, checkpoints, export as export_lib, loop
+from npurun import reporting
 
 v1 = tf.compat.v1
 X, Y = make_data()
@@ -141,8 +142,11 @@ def test_every_checkpoint_damaged_is_an_error_and_nothing_is_renamed(copy):
             handle.truncate(4)
     before = sorted(os.listdir(copy))
     est = NPUEstimator(model_fn, model_dir=copy, config=_config())
-    with pytest.raises(RuntimeError, match="None of the checkpoints.*model.ckpt-20.*model.ckpt-5"):
+    with pytest.raises(checkpoints.CheckpointRestoreError, match="None of the checkpoints.*model.ckpt-20.*model.ckpt-5") \
+            as error:
         est.train(_input(), steps=1)
+    # The user's model_dir, not a bug: the CLI (`npurun train`) says it in one paragraph, status 1, no traceback.
+    assert reporting.classify(error.value) == (1, f"CheckpointRestoreError: {error.value}")
     with pytest.raises(ValueError, match="Could not find trained model in model_dir.*no checkpoint"):
         est.get_variable_value("linear/w")
     assert set(os.listdir(copy)) == set(before) | {"npurun_train.lock"}
