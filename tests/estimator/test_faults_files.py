@@ -337,3 +337,17 @@ def test_a_full_disk_is_one_clear_error_and_the_newest_complete_checkpoint_stays
                                                                          keep_checkpoint_max=1))
     resumed.train(_input(), steps=SAVE_EVERY)
     assert resumed.get_variable_value("global_step") == newest + SAVE_EVERY
+
+
+def test_a_full_disk_when_the_event_file_starts_is_a_disk_full_error(tmp_path, monkeypatch):
+    # Before: TensorFlow's RuntimeError ("<file>; No space left on device") from FileWriter went up
+    # as a bug, with `npurun train`'s raw traceback.
+    from npurun.estimator import building
+
+    def full(*args, **kwargs):
+        raise RuntimeError(f"{tmp_path}/events.out.tfevents.1; No space left on device")
+
+    monkeypatch.setattr(building._v1.summary, "FileWriter", full)
+    with pytest.raises(checkpoints.DiskFullError, match="Not enough space to start the event file") as error:
+        building.summary_writer(str(tmp_path))
+    assert reporting.classify(error.value)[0] == 1

@@ -45,7 +45,14 @@ def summary_writer(directory: str, graph=None):
     """
     suffix = _event_suffix()
     with (graph or tf.Graph()).as_default():  # FileWriter refuses to start in eager mode
-        return _v1.summary.FileWriter(directory, graph=graph, filename_suffix=suffix)
+        try:
+            return _v1.summary.FileWriter(directory, graph=graph, filename_suffix=suffix)
+        except RuntimeError as error:  # TensorFlow's EventsWriter: "<file>; No space left on device"
+            if checkpoints.is_disk_full(error):
+                raise checkpoints.DiskFullError(
+                    f"Not enough space to start the event file in {directory} "
+                    f"({checkpoints.first_line(error)}). Free space there or use another model_dir") from None
+            raise
 
 
 # Evaluation directory -> (writer, its event-file suffix): one event file per directory and process.
