@@ -324,3 +324,16 @@ def test_dump_compare_never_writes_its_plot_through_a_planted_link(tmp_path):
     status, _, err = cli(["dump", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--plot", str(link)])
     assert status == 2 and "--plot" in err and "symbolic link" in err, err
     assert victim.read_text() == "keep" and link.is_symlink()
+
+
+@pytest.mark.parametrize("variables, named", [({"RANK_SIZE": "abc"}, "RANK_SIZE"),
+                                              ({"ASCEND_DEVICE_ID": "-1"}, "ASCEND_DEVICE_ID"),
+                                              ({"RANK_SIZE": "2", "RANK_ID": "7"}, "RANK_ID")])
+def test_cli_train_refuses_a_bad_rank_or_device_variable_before_anything_is_written(monkeypatch, variables, named):
+    # Before: the new model_dir_* was created, then training read the variable and failed.
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    with fresh_cwd():
+        status, _, err = cli(["train", "--steps", "1"])
+    assert status == 2 and named in err, err
+    assert_one_paragraph(status, err)
