@@ -337,3 +337,15 @@ def test_cli_train_refuses_a_bad_rank_or_device_variable_before_anything_is_writ
         status, _, err = cli(["train", "--steps", "1"])
     assert status == 2 and named in err, err
     assert_one_paragraph(status, err)
+
+
+def test_a_looping_or_dangling_link_as_a_directory_is_refused_naming_it(tmp_path):
+    # Before: os.makedirs failed with "File exists" after the configuration was taken.
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    for argv, named in ((["train", "--model-dir", str(tmp_path / "loop1")], "--model-dir"),
+                        (["train", "--export-dir", str(tmp_path / "loop2")], "--export-dir"),
+                        (["explain", "--set", f"model_dir={tmp_path / 'loop1'}"], "model_dir")):
+        with fresh_cwd():
+            status, _, err = cli(argv)
+        assert status == 2 and named in err and "symbolic link to nothing, or in a loop" in err, err

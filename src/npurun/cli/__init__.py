@@ -182,6 +182,9 @@ def _directory_argument(text: str) -> str:
         raise argparse.ArgumentTypeError(f"got {text!r}; allowed: a directory path ({problem})")
     if text and os.path.exists(text) and not os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"got {text!r}; allowed: a directory path (it exists and is not a directory)")
+    if text and os.path.islink(text) and not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"got {text!r}; allowed: a directory path (a symbolic link to nothing, or "
+                                         f"in a loop)")
     return text
 
 
