@@ -142,8 +142,8 @@ def test_every_checkpoint_damaged_is_an_error_and_nothing_is_renamed(copy):
             handle.truncate(4)
     before = sorted(os.listdir(copy))
     est = NPUEstimator(model_fn, model_dir=copy, config=_config())
-    with pytest.raises(checkpoints.CheckpointRestoreError, match="None of the checkpoints.*model.ckpt-20.*model.ckpt-5") \
-            as error:
+    with pytest.raises(checkpoints.CheckpointRestoreError,
+                       match="None of the checkpoints.*model.ckpt-20.*model.ckpt-5") as error:
         est.train(_input(), steps=1)
     # The user's model_dir, not a bug: the CLI (`npurun train`) says it in one paragraph, status 1, no traceback.
     assert reporting.classify(error.value) == (1, f"CheckpointRestoreError: {error.value}")

@@ -254,8 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--steps", type=_global_step, default=600,
                        help="the global step to train to, a total: a run resumed from a model_dir trains "
                             "only the remaining steps (default 600)")
-    train.add_argument("--model-dir", type=_directory_argument, help="model directory (default: the config's, else a new model_dir_*)")
-    train.add_argument("--export-dir", type=_directory_argument, help="where to export the SavedModel (default: <model_dir>/export)")
+    train.add_argument("--model-dir", type=_directory_argument,
+                       help="model directory (default: the config's, else a new model_dir_*)")
+    train.add_argument("--export-dir", type=_directory_argument,
+                       help="where to export the SavedModel (default: <model_dir>/export)")
     train.set_defaults(handler=cmd_train)
 
     _add_optional_commands(commands)

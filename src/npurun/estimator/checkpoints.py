@@ -218,9 +218,10 @@ def restore_newest(savers: Sequence, sess, model_dir: str, quarantine: bool = Fa
     if chosen is not None:
         return chosen
     if tried:
-        raise CheckpointRestoreError(f"None of the checkpoints in {model_dir} restores ({', '.join(tried)}; the warnings above "
-                           f"give each reason). They are left in place: if the read errors were transient (a network "
-                           f"file system), try again; to start from scratch, use another model_dir")
+        raise CheckpointRestoreError(f"None of the checkpoints in {model_dir} restores ({', '.join(tried)}; the "
+                                     f"warnings above give each reason). They are left in place: if the read errors "
+                                     f"were transient (a network file system), try again; to start from scratch, use "
+                                     f"another model_dir")
     return None
 
 
