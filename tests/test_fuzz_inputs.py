@@ -12,9 +12,12 @@ import contextlib
 import io
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import warnings
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -260,3 +263,89 @@ def test_cli_check_on_junk_scripts(content):
     assert_one_paragraph(status if status == 2 else 0, err)
     if PASSWD_LINE:
         assert PASSWD_LINE not in out
+
+
+# Probes of the security and fault round: each failed before its fix (a value taken as given and
+# used later, a hang, a write through a planted link).
+BAD_ARGUMENTS = [
+    (["train", "--steps", "9" * 23], "--steps"),  # trained "forever": not an int64 global step
+    (["train", "--steps", str(2 ** 63)], "--steps"),
+    (["train", "--model-dir", "/tmp/npurun-fuzz-\udcff"], "--model-dir"),  # a non-UTF-8 byte: TensorFlow's I/O raised
+    (["train", "--export-dir", "/dev/null"], "--export-dir"),  # found only after training
+    (["explain", "--set", "model_dir=/tmp/npurun-fuzz-\udcff"], "model_dir"),
+    (["dump", "compare", "a", "b", "--rtol", "nan"], "--rtol"),
+    (["dump", "compare", "a", "b", "--rtol", "-1"], "--rtol"),
+    (["dump", "compare", "a", "b", "--atol", "inf"], "--atol"),
+    (["dump", "compare", "a", "b", "--plot", ""], "--plot"),  # was silently no plot
+    (["launch", "-n", "100000000", "train.py"], "-n"),  # opened sockets until EMFILE
+    (["launch", "-n", "2", "--hosts", "", "train.py"], "--hosts"),  # was ignored
+    (["launch", "-n", "2", "--hosts", "h\u00fcst:1,x:1", "train.py"], "--hosts"),
+    (["launch", "-n", "1", "/nonexistent/train.py"], "no such script"),  # was found by the started rank
+]
+
+
+@pytest.mark.parametrize("argv, named", BAD_ARGUMENTS)
+def test_cli_bad_arguments_are_one_error_naming_the_option_before_anything_runs(argv, named):
+    with fresh_cwd():
+        status, _, err = cli(argv)
+    assert status == 2, err
+    assert_one_paragraph(status, err)
+    assert named in err, err
+
+
+@pytest.mark.parametrize("argv", [["explain", "--config", "{fifo}"], ["check", "{fifo}"], ["migrate", "{fifo}"],
+                                  ["launch", "-n", "1", "{fifo}"]])
+def test_a_fifo_given_as_a_file_never_hangs(tmp_path, argv):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # nobody writes to it: a plain open() for reading blocks forever
+    import npurun
+
+    source = os.path.dirname(os.path.dirname(os.path.abspath(npurun.__file__)))  # this npurun, from any cwd
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "npurun.cli", *[a.format(fifo=fifo) for a in argv]],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert sorted(os.listdir(tmp_path)) == ["fifo"]
+
+
+def test_dump_compare_never_writes_its_plot_through_a_planted_link(tmp_path):
+    import numpy as np
+
+    from npurun.debug.dump_files import DumpWriter
+
+    for name, value in (("a", 1.0), ("b", 2.0)):
+        DumpWriter(str(tmp_path / name), "tensor").write(kind="tensor", step=0, op="dense/MatMul", op_type="MatMul",
+                                                         io="output", slot=0, tensor="dense/MatMul:0",
+                                                         value=np.full([3], value, np.float32))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    link = tmp_path / "error.png"
+    link.symlink_to(victim)
+    status, _, err = cli(["dump", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--plot", str(link)])
+    assert status == 2 and "--plot" in err and "symbolic link" in err, err
+    assert victim.read_text() == "keep" and link.is_symlink()
+
+
+@pytest.mark.parametrize("variables, named", [({"RANK_SIZE": "abc"}, "RANK_SIZE"),
+                                              ({"ASCEND_DEVICE_ID": "-1"}, "ASCEND_DEVICE_ID"),
+                                              ({"RANK_SIZE": "2", "RANK_ID": "7"}, "RANK_ID")])
+def test_cli_train_refuses_a_bad_rank_or_device_variable_before_anything_is_written(monkeypatch, variables, named):
+    # Before: the new model_dir_* was created, then training read the variable and failed.
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    with fresh_cwd():
+        status, _, err = cli(["train", "--steps", "1"])
+    assert status == 2 and named in err, err
+    assert_one_paragraph(status, err)
+
+
+def test_a_looping_or_dangling_link_as_a_directory_is_refused_naming_it(tmp_path):
+    # Before: os.makedirs failed with "File exists" after the configuration was taken.
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    for argv, named in ((["train", "--model-dir", str(tmp_path / "loop1")], "--model-dir"),
+                        (["train", "--export-dir", str(tmp_path / "loop2")], "--export-dir"),
+                        (["explain", "--set", f"model_dir={tmp_path / 'loop1'}"], "model_dir")):
+        with fresh_cwd():
+            status, _, err = cli(argv)
+        assert status == 2 and named in err and "symbolic link to nothing, or in a loop" in err, err

@@ -7,7 +7,9 @@ Rules (exit status):
 - 2: a usage error: a bad argument, an invalid option value, options that conflict (npurun's
   option errors, and the ValueError / TypeError npurun's own argument checks raise).
 - 1: a failed run the user can fix: a path that is a file, does not exist or is not writable
-  (OSError, or TensorFlow's file-system errors raised by its file I/O layer).
+  (OSError, or TensorFlow's file-system errors raised by its file I/O layer), and npurun's own
+  errors about the run's inputs and surroundings (`UserFixableError`: a model_dir whose checkpoints
+  do not restore, a full disk, a model_dir another job trains in, a port in use).
 - 130 / 143: interrupted (Ctrl-C / SIGTERM); no traceback.
 - Anything else is a bug in npurun (or TensorFlow): its traceback is printed as Python would.
 `--debug` or NPURUN_DEBUG=1 prints the traceback of user errors too.
@@ -27,6 +29,11 @@ _PATH_HINT = "Check that the path exists, is a directory where one is expected, 
 
 # TensorFlow's errors that its file-system layer raises for a user's path.
 _TF_PATH_ERRORS = ("NotFoundError", "PermissionDeniedError", "AlreadyExistsError", "FailedPreconditionError")
+
+
+class UserFixableError(Exception):
+    """Mixed into npurun's errors about what the user gave or the machine it runs on (not a bug):
+    the CLI reports them in one paragraph with exit status 1, without a traceback."""
 
 
 def _frames(error: BaseException) -> list:
@@ -63,6 +70,8 @@ def classify(error: BaseException) -> Optional[tuple[int, str]]:
 
     if isinstance(error, (OptionValueError, OptionTypeError, OptionConflictError)):
         return 2, f"invalid configuration: {_message(error)}"
+    if isinstance(error, UserFixableError):
+        return 1, f"{type(error).__name__}: {_message(error)}"
     if isinstance(error, OSError) or _tensorflow_path_error(error):
         return 1, f"{type(error).__name__}: {_message(error)}. {_PATH_HINT}"
     if isinstance(error, (ValueError, TypeError)) and _raised_by_npurun(error):

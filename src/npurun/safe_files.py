@@ -206,3 +206,31 @@ def remove(path: str) -> None:
         shutil.rmtree(path)  # fd-based: does not follow links inside
     else:
         os.unlink(path)
+
+
+def unguessable_suffix() -> str:
+    """`.<16 random hex digits>`, for the end of a file name TensorFlow opens itself and follows links
+    at (an event file: `events.out.tfevents.<second>.<host><suffix>`, opened with fopen): a name
+    nobody can predict, so nobody can plant a link under it beforehand."""
+    import secrets
+
+    return "." + secrets.token_hex(8)
+
+
+def read_at_most(path: str, limit: int) -> bytes:
+    """At most `limit` bytes of `path` (a config file, a script: files npurun reads whole). Opened
+    with O_NONBLOCK, so a FIFO nobody writes to reads as empty instead of blocking the open forever;
+    a FIFO with a writer (`--config <(...)`) is then read as usual, and /dev/zero stops at `limit`."""
+    fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+    try:
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while size < limit:
+            chunk = os.read(fd, limit - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

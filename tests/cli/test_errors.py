@@ -92,6 +92,30 @@ def test_a_bug_in_npurun_keeps_its_traceback(monkeypatch):
         main(["explain"])
 
 
+def test_npurun_errors_about_the_run_itself_are_failed_runs_without_a_traceback(monkeypatch, capsys):
+    # Before: a RuntimeError (a model_dir whose checkpoints are all damaged, one another job trains
+    # in, a full disk, a lost peer, a port in use) printed `npurun train`'s raw traceback.
+    from npurun.distribute import errors as distribute_errors
+    from npurun.estimator import checkpoints, loop, model_dir_lock
+
+    for error in (checkpoints.CheckpointRestoreError("None of the checkpoints in /m restores"),
+                  checkpoints.DiskFullError("Not enough space"), checkpoints.NonFiniteVariableError("NaN"),
+                  model_dir_lock.ModelDirInUseError("held by pid 1"), loop.NanLossDuringTrainingError(),
+                  loop.GlobalStepStalledError("stalled"), distribute_errors.StartupTimeoutError("rank 1 missing"),
+                  distribute_errors.CollectiveTimeoutError("peer lost"),
+                  distribute_errors.ServerStartError("port in use")):
+        status, message = classify(error)
+        assert status == 1 and message.startswith(type(error).__name__), message
+
+    def damaged(args):
+        raise checkpoints.CheckpointRestoreError("None of the checkpoints in /m restores")
+
+    monkeypatch.setattr(cli, "cmd_explain", damaged)
+    assert main(["explain"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1 and "None of the checkpoints in /m restores" in err
+
+
 def test_unwritable_and_missing_paths_are_failed_runs_with_a_hint():
     # (the suite may run as root, for whom no directory is unwritable: the error itself is classified)
     status, message = classify(PermissionError(13, "Permission denied", "/data/model"))

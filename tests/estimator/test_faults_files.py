@@ -16,6 +16,7 @@ import tensorflow as tf
 import npurun
 from estimator_helpers import checkpoint_steps, input_fn_for, make_data, model_fn
 from npurun.estimator import NPUEstimator, checkpoints, export as export_lib, loop
+from npurun import reporting
 
 v1 = tf.compat.v1
 X, Y = make_data()
@@ -141,8 +142,11 @@ def test_every_checkpoint_damaged_is_an_error_and_nothing_is_renamed(copy):
             handle.truncate(4)
     before = sorted(os.listdir(copy))
     est = NPUEstimator(model_fn, model_dir=copy, config=_config())
-    with pytest.raises(RuntimeError, match="None of the checkpoints.*model.ckpt-20.*model.ckpt-5"):
+    with pytest.raises(checkpoints.CheckpointRestoreError,
+                       match="None of the checkpoints.*model.ckpt-20.*model.ckpt-5") as error:
         est.train(_input(), steps=1)
+    # The user's model_dir, not a bug: the CLI (`npurun train`) says it in one paragraph, status 1, no traceback.
+    assert reporting.classify(error.value) == (1, f"CheckpointRestoreError: {error.value}")
     with pytest.raises(ValueError, match="Could not find trained model in model_dir.*no checkpoint"):
         est.get_variable_value("linear/w")
     assert set(os.listdir(copy)) == set(before) | {"npurun_train.lock"}
@@ -333,3 +337,17 @@ def test_a_full_disk_is_one_clear_error_and_the_newest_complete_checkpoint_stays
                                                                          keep_checkpoint_max=1))
     resumed.train(_input(), steps=SAVE_EVERY)
     assert resumed.get_variable_value("global_step") == newest + SAVE_EVERY
+
+
+def test_a_full_disk_when_the_event_file_starts_is_a_disk_full_error(tmp_path, monkeypatch):
+    # Before: TensorFlow's RuntimeError ("<file>; No space left on device") from FileWriter went up
+    # as a bug, with `npurun train`'s raw traceback.
+    from npurun.estimator import building
+
+    def full(*args, **kwargs):
+        raise RuntimeError(f"{tmp_path}/events.out.tfevents.1; No space left on device")
+
+    monkeypatch.setattr(building._v1.summary, "FileWriter", full)
+    with pytest.raises(checkpoints.DiskFullError, match="Not enough space to start the event file") as error:
+        building.summary_writer(str(tmp_path))
+    assert reporting.classify(error.value)[0] == 1

@@ -376,6 +376,81 @@ def test_an_export_never_writes_into_a_planted_temporary_folder(tmp_path, monkey
     assert json.dumps(os.listdir(elsewhere)) == "[]"
 
 
+def _tiny_model_fn(features, labels, mode):
+    import tensorflow as tf
+
+    from npurun import EstimatorSpec
+
+    loss = tf.reduce_mean(tf.square(tf.compat.v1.get_variable("w", [1]) * features - labels))
+    step = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+        loss, global_step=tf.compat.v1.train.get_global_step())
+    return EstimatorSpec(mode, loss=loss, train_op=step)
+
+
+def _tiny_input_fn():
+    import numpy as np
+    import tensorflow as tf
+
+    x = np.ones([4, 1], np.float32)
+    return tf.data.Dataset.from_tensor_slices((x, x)).repeat().batch(2).take(2)
+
+
+def test_folders_npurun_names_inside_model_dir_are_never_written_through_planted_links(tmp_path, make_config,
+                                                                                      caplog):
+    # Before: `eval/` was created and written by TensorFlow's FileWriter and `export/<name>/` by the
+    # exporter (whose clean-up deletes old exports there), both following a link planted under that name.
+    import logging
+
+    from npurun.estimator import EvalSpec, NPUEstimator, TrainSpec, train_and_evaluate
+    from npurun.estimator.exporters import LatestExporter
+
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    eval_target, export_target = tmp_path / "eval_target", tmp_path / "export_target"
+    eval_target.mkdir()
+    (export_target / "latest" / "1000000000").mkdir(parents=True)  # an "old export" the clean-up would delete
+    (model_dir / "eval").symlink_to(eval_target)
+    (model_dir / "export").symlink_to(export_target)
+    estimator = NPUEstimator(_tiny_model_fn, config=make_config(model_dir=str(model_dir)))
+    estimator.train(_tiny_input_fn, max_steps=1)
+    with caplog.at_level(logging.WARNING, logger="npurun"):
+        results = estimator.evaluate(_tiny_input_fn)
+    assert results["global_step"] == 1  # the evaluation itself succeeds; TensorBoard misses its results
+    assert any(str(model_dir / "eval") in r.getMessage() and "symbolic link" in r.getMessage() for r in caplog.records)
+    assert os.listdir(eval_target) == []
+
+    exporter = LatestExporter("latest", lambda: None, exports_to_keep=1)  # refused before it is called
+    with pytest.raises(safe_files.PlantedLinkError) as error:
+        train_and_evaluate(estimator, TrainSpec(_tiny_input_fn, max_steps=2),
+                           EvalSpec(_tiny_input_fn, steps=1, exporters=[exporter], throttle_secs=0))
+    assert names_link(error.value, model_dir / "export")
+    assert os.listdir(export_target / "latest") == ["1000000000"]
+
+
+def test_event_files_have_names_nobody_can_plant_a_link_under(tmp_path, victim):
+    # TensorFlow's FileWriter opens `events.out.tfevents.<second>.<host><suffix>` with fopen, following a link.
+    # Before: the suffix was `.<pid>.<counter>`, so links planted for the next seconds were written through.
+    import copy
+    import socket
+    import time
+
+    import tensorflow as tf
+
+    from npurun.estimator import building
+
+    counter = next(copy.copy(building._writer_ids))
+    now = int(time.time())
+    for second in range(now, now + 60):
+        name = f"events.out.tfevents.{second}.{socket.gethostname()}.{os.getpid()}.{counter:06d}"
+        (tmp_path / name).symlink_to(victim)
+    writer = building.summary_writer(str(tmp_path))
+    writer.add_summary(tf.compat.v1.Summary(value=[tf.compat.v1.Summary.Value(tag="x", simple_value=1.0)]), 1)
+    writer.close()
+    assert victim.read_text() == VICTIM_TEXT
+    written = [p for p in tmp_path.glob("events.out.tfevents.*") if not p.is_symlink()]
+    assert len(written) == 1 and written[0].stat().st_size > 0
+
+
 # --------------------------------------------------------------------------- docs/security.md
 
 SECURITY_DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "security.md")

@@ -132,6 +132,13 @@ def _prepare_tensorflow(config) -> None:
 def cmd_train(args) -> int:
     config = _build_config_or_exit(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # The rank and device variables are read when training starts, after the model_dir is created:
+    # check them first, so a bad one (RANK_SIZE=abc, ASCEND_DEVICE_ID=-1) is an error before anything is written.
+    from ..distribute.ranks import read_ranks
+    from ..runtime.session_options import resolve_device_id
+
+    read_ranks()
+    resolve_device_id(config.options)
     _prepare_tensorflow(config)
     from ..example.digits import run_example
 
@@ -150,6 +157,35 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"got {value}; allowed: an int >= 1")
     return value
+
+
+INT64_MAX = 2 ** 63 - 1
+
+
+def _global_step(text: str) -> int:
+    """--steps: a global step, which TensorFlow keeps as an int64."""
+    value = _positive_int(text)
+    if value > INT64_MAX:
+        raise argparse.ArgumentTypeError(f"got {value}; allowed: an int in [1, {INT64_MAX}] (the global step is an "
+                                         f"int64)")
+    return value
+
+
+def _directory_argument(text: str) -> str:
+    """--model-dir / --export-dir: a path the file system and TensorFlow take, that is not a file."""
+    import os
+
+    from ..config.parsers import path_problem
+
+    problem = path_problem(text) if text else None
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"got {text!r}; allowed: a directory path ({problem})")
+    if text and os.path.exists(text) and not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"got {text!r}; allowed: a directory path (it exists and is not a directory)")
+    if text and os.path.islink(text) and not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"got {text!r}; allowed: a directory path (a symbolic link to nothing, or "
+                                         f"in a loop)")
+    return text
 
 
 def _add_global_flags(parser: argparse.ArgumentParser, default=None) -> None:
@@ -215,11 +251,13 @@ def build_parser() -> argparse.ArgumentParser:
                "  npurun train --config run.yaml --export-dir /tmp/digits_export\n"
                "  tensorboard --logdir /tmp/digits                      # the loss and steps/sec curves")
     _add_option_sources(train)
-    train.add_argument("--steps", type=_positive_int, default=600,
+    train.add_argument("--steps", type=_global_step, default=600,
                        help="the global step to train to, a total: a run resumed from a model_dir trains "
                             "only the remaining steps (default 600)")
-    train.add_argument("--model-dir", help="model directory (default: the config's, else a new model_dir_*)")
-    train.add_argument("--export-dir", help="where to export the SavedModel (default: <model_dir>/export)")
+    train.add_argument("--model-dir", type=_directory_argument,
+                       help="model directory (default: the config's, else a new model_dir_*)")
+    train.add_argument("--export-dir", type=_directory_argument,
+                       help="where to export the SavedModel (default: <model_dir>/export)")
     train.set_defaults(handler=cmd_train)
 
     _add_optional_commands(commands)

@@ -10,6 +10,7 @@ import json
 import os
 from typing import Any, Iterable, Mapping
 
+from .. import safe_files
 from .dump import DumpConfig
 from .errors import bounded_repr
 from .profiling import ProfilingConfig
@@ -90,8 +91,7 @@ def _read_text(path: str) -> str:
     if "\x00" in path:
         raise ValueError(f"{where}: the path holds a NUL character")
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(FILE_LIMIT + 1)
+        data = safe_files.read_at_most(path, FILE_LIMIT + 1)
     except OSError as err:
         raise ValueError(f"{where}: {err.strerror or err}") from None
     if len(data) > FILE_LIMIT:

@@ -258,6 +258,8 @@ def directory(path_rule: Optional[Callable[[str], str]] = None) -> Validator:
                 raise Reject(f"{allowed} ({err})") from None
         if os.path.exists(path) and not os.path.isdir(path):
             raise Reject(f"{allowed} (exists and is not a directory)")
+        if os.path.islink(path) and not os.path.exists(path):  # makedirs would fail with "File exists"
+            raise Reject(f"{allowed} (a symbolic link to nothing, or in a loop)")
         return path
 
     return check

@@ -136,6 +136,10 @@ def cmd_compare(args, out=None) -> int:
         except PlotUnavailable as error:
             sys.stderr.write(f"npurun dump compare: {error}\n")
             return 2
+        except OSError as error:  # a planted link, a missing folder, a full disk: nothing is written
+            sys.stderr.write(f"npurun dump compare: --plot {args.plot}: cannot write the plot: "
+                             f"{error.strerror or error}\n")
+            return 2
         out.write(f"plot: {args.plot} ({shown} tensors)\n")
     failure = first_failure(results)
     failed = sum(c.status in FAILING for c in results)
@@ -145,6 +149,33 @@ def cmd_compare(args, out=None) -> int:
     out.write(f"MISMATCH: {failed} of {len(compared)} tensor(s) beyond tolerance; first: {failure.label} "
               f"({failure.status}, max_abs={_fmt(failure.max_abs)}, max_rel={_fmt(failure.max_rel)})\n")
     return 1
+
+
+def _tolerance(text: str) -> float:
+    """--rtol / --atol: a finite number >= 0 (NumPy's isclose takes nothing else)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"got {text!r}; allowed: a finite number >= 0") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"got {text!r}; allowed: a finite number >= 0")
+    return value
+
+
+def _plot_file(text: str) -> str:
+    """--plot: a file path the file system takes (not empty, not a directory)."""
+    import os
+
+    from ..config.parsers import path_problem
+
+    problem = "it is empty" if not text else path_problem(text)
+    if problem is None and os.path.isdir(text):
+        problem = "it is a directory"
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"got {text!r}; allowed: the path of the PNG file to write ({problem})")
+    return text
 
 
 def add_dump_commands(subparsers) -> argparse.ArgumentParser:
@@ -191,9 +222,9 @@ def add_dump_commands(subparsers) -> argparse.ArgumentParser:
                                          "  npurun dump compare /tmp/golden /tmp/dump --rtol 1e-2 --plot error.png")
     compare.add_argument("a", help="the reference dump (a golden run)")
     compare.add_argument("b", help="the dump to compare with it")
-    compare.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance (default 1e-5)")
-    compare.add_argument("--atol", type=float, default=1e-8, help="absolute tolerance (default 1e-8)")
-    compare.add_argument("--plot", metavar="FILE.png",
+    compare.add_argument("--rtol", type=_tolerance, default=1e-5, help="relative tolerance (default 1e-5)")
+    compare.add_argument("--atol", type=_tolerance, default=1e-8, help="absolute tolerance (default 1e-8)")
+    compare.add_argument("--plot", metavar="FILE.png", type=_plot_file,
                          help="also write a PNG of the max relative error of each tensor along the graph "
                               "(needs matplotlib: pip install \"npurun[plot]\")")
     compare.set_defaults(handler=cmd_compare)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from .. import safe_files
+
 
 class PlotUnavailable(RuntimeError):
     pass
@@ -46,6 +48,10 @@ def plot_relative_error(results, path: str, title: str = "") -> int:
     axes.set_ylabel("max relative error (A vs B)")
     axes.set_title(title or "relative error along the graph")
     axes.legend()
-    figure.savefig(path, format="png", dpi=100, bbox_inches="tight")  # room for long op names
-    plt.close(figure)
+    try:
+        # Through a private temporary file renamed over `path`: a link planted there is refused, never written through.
+        with safe_files.replacing(path, "wb", "plot file") as handle:
+            figure.savefig(handle, format="png", dpi=100, bbox_inches="tight")  # room for long op names
+    finally:
+        plt.close(figure)
     return len(compared)

@@ -96,6 +96,8 @@ class ProfilingHook(tf.compat.v1.train.SessionRunHook):
         if self._summary_writer is None:
             # FileWriter refuses eager mode; inside the graph it writes graph-mode event files.
             with self._graph.as_default():
+                # An unguessable event-file name: TensorFlow follows a link planted under a predictable one.
                 self._summary_writer = tf.compat.v1.summary.FileWriter(
-                    os.path.join(self.path, "tensorboard"), graph=self._graph)
+                    os.path.join(self.path, "tensorboard"), graph=self._graph,
+                    filename_suffix=safe_files.unguessable_suffix())
         return self._summary_writer

@@ -31,7 +31,8 @@ from typing import Mapping, Optional
 
 from . import ranks as ranks_mod
 from . import settings
-from .errors import CollectiveTimeoutError, StartupIdentityError, StartupTimeoutError, explained, tf_reason
+from .errors import (CollectiveTimeoutError, ServerStartError, StartupIdentityError, StartupTimeoutError, explained,
+                     tf_reason)
 
 DEFAULT_BASE_PORT = 29600
 RANK_JOBS = ("chief", "master", "worker")  # the jobs whose tasks are ranks, in rank order
@@ -215,7 +216,7 @@ def ensure_server(config=None, layout: Optional[Layout] = None):
         _server = tf.distribute.Server(spec, job_name=layout.task_type, task_index=layout.task_id,
                                        config=proto, start=True)
     except tf.errors.UnknownError as err:
-        raise RuntimeError(f"cannot start the TensorFlow server of {layout.local_task} on {layout.address}: "
+        raise ServerStartError(f"cannot start the TensorFlow server of {layout.local_task} on {layout.address}: "
                            f"{str(err).splitlines()[0]} (is the port in use?)") from None
     _server_layout = layout
     from . import exposure

@@ -38,10 +38,11 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any, Iterator, Optional
 
+from ..reporting import UserFixableError
 from . import ranks, settings
 
 
-class StartupTimeoutError(RuntimeError):
+class StartupTimeoutError(UserFixableError, RuntimeError):
     """Some ranks did not start (or were not reachable) within the start-up timeout."""
 
     def __init__(self, message: str, missing: tuple = ()):
@@ -60,7 +61,11 @@ class StartupIdentityError(StartupTimeoutError):
     """Two processes claim one task (rank), or the processes disagree on how many ranks there are."""
 
 
-class CollectiveTimeoutError(RuntimeError):
+class ServerStartError(UserFixableError, RuntimeError):
+    """This task's TensorFlow server could not start (its port is in use, or its address is not this host's)."""
+
+
+class CollectiveTimeoutError(UserFixableError, RuntimeError):
     """A collective operation failed because a peer rank stopped, hung or became unreachable."""
 
     def __init__(self, message: str, rank_id: Optional[int] = None, rank_size: Optional[int] = None,
@@ -71,7 +76,7 @@ class CollectiveTimeoutError(RuntimeError):
         self.timeout = timeout
 
 
-class ParameterServerError(RuntimeError):
+class ParameterServerError(UserFixableError, RuntimeError):
     """PS mode: a worker lost its parameter server (the ps task stopped, crashed or is unreachable).
 
     Attributes: `ps_tasks` (the ps task names the error concerns), `deadline` (the run deadline in

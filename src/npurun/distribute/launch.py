@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -92,6 +93,13 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
             s.close()
 
 
+# A host name or IPv4 address (ASCII letters, digits, '.', '-', '_'), or an IPv6 address in brackets.
+_HOST = re.compile(r"[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]")
+# Tasks one launcher starts on its host: each is a TensorFlow process holding a port (and a few
+# hundred MB); the bound keeps a typo (-n 100000000) one error line instead of exhausting the host.
+MAX_TASKS_PER_HOST = 1024
+
+
 def parse_hosts(text: str) -> list[tuple[str, int]]:
     """`h1:2,h2:2` -> [("h1", 2), ("h2", 2)]; a host without `:slots` runs one rank."""
     hosts = []
@@ -102,6 +110,11 @@ def parse_hosts(text: str) -> list[tuple[str, int]]:
         host, _, slots = item.rpartition(":") if ":" in item else (item, "", "1")
         if not (slots.isascii() and slots.isdigit()) or len(slots) > 6 or int(slots) < 1 or not host:
             raise ValueError(f"--hosts: {item!r} is not HOST:RANKS with RANKS >= 1")
+        if not _HOST.fullmatch(host):
+            raise ValueError(f"--hosts: {host!r} is not a host name or address (allowed: ASCII letters, digits, "
+                             f"'.', '-', '_', or an IPv6 address in brackets)")
+        if int(slots) > MAX_TASKS_PER_HOST:
+            raise ValueError(f"--hosts: {item!r}: at most {MAX_TASKS_PER_HOST} ranks per host")
         hosts.append((host, int(slots)))
     if not hosts:
         raise ValueError("--hosts: no host given")
@@ -114,6 +127,9 @@ def plan_tasks(n: int, ps: int = 0, hosts: Optional[list] = None, base_port: int
         raise ValueError(f"-n: got {n}; allowed: an int >= 1")
     if ps < 0:
         raise ValueError(f"--ps: got {ps}; allowed: an int >= 0")
+    if hosts is None and n + ps > MAX_TASKS_PER_HOST:
+        raise ValueError(f"-n {n} --ps {ps}: {n + ps} tasks on this host; allowed: at most {MAX_TASKS_PER_HOST} "
+                         f"(ranks and ps tasks together)")
     tasks = []
     feed_ports = {}  # host -> the port of its input-feeding service (local_rank_id, see feed.py)
     if hosts is None:
@@ -382,10 +398,12 @@ def add_launch_command(subparsers) -> argparse.ArgumentParser:
 def cmd_launch(args) -> int:
     try:
         check_flags(args)
-        hosts = parse_hosts(args.hosts) if args.hosts else None
+        hosts = parse_hosts(args.hosts) if args.hosts is not None else None
         if hosts is not None and not 0 <= args.node_rank < len(hosts):
             raise ValueError(f"--node-rank {args.node_rank}: --hosts has {len(hosts)} hosts")
         tasks = plan_tasks(args.nproc, args.ps, hosts, args.base_port)
+        if not os.path.isfile(args.script):  # before any rank starts (a FIFO would also hang the adapter scan)
+            raise ValueError(f"no such script: {args.script} (allowed: a Python file)")
     except ValueError as err:
         print(f"npurun launch: {err}", file=sys.stderr)
         return 2
@@ -418,11 +436,10 @@ def cmd_launch(args) -> int:
 
 def uses_adapter(script: str) -> bool:
     """Whether `script` imports Ascend's adapter (`npu_bridge` / `hccl` / `npu_device`), read as text (nothing is run)."""
-    import re
+    from .. import safe_files
 
     try:
-        with open(script, encoding="utf-8", errors="replace") as f:
-            source = f.read()
+        source = safe_files.read_at_most(script, 1 << 20).decode("utf-8", "replace")
     except OSError:
         return False
     return re.search(r"^\s*(from|import)\s+(npu_bridge|hccl|npu_device)\b", source, re.MULTILINE) is not None

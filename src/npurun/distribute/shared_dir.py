@@ -50,12 +50,13 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .. import safe_files
+from ..reporting import UserFixableError
 
 DIRNAME = ".npurun_shared"
 ENV = "NPURUN_CHECK_SHARED_MODEL_DIR"
 
 
-class SharedModelDirError(RuntimeError):
+class SharedModelDirError(UserFixableError, RuntimeError):
     """The chief resumes, and some ranks do not see its model_dir."""
 
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
+from .. import safe_files
 from . import checkpoints, keras_names, scaffolds, tf_conformance
 from .inputs import call_with_accepted, fn_args
 from .spec import EstimatorSpec, ModeKeys
@@ -29,17 +30,29 @@ MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
 _writer_ids = itertools.count()
 
 
+def _event_suffix() -> str:
+    return f".{os.getpid()}.{next(_writer_ids):06d}{safe_files.unguessable_suffix()}"
+
+
 def summary_writer(directory: str, graph=None):
     """A FileWriter whose event file name is unique to this process and call.
 
     TensorFlow names event files by the second and the host only and truncates an existing file
     of the same name, so two writers opened within one second (two quick train() calls) would
     lose the first one's events; the suffix (pid, then a zero-padded counter so names sort in
-    creation order) prevents that.
+    creation order) prevents that. TensorFlow opens the file with fopen, following a link planted
+    under its name: the suffix ends with random digits (`_event_suffix`), so no name is guessable.
     """
-    suffix = f".{os.getpid()}.{next(_writer_ids):06d}"
+    suffix = _event_suffix()
     with (graph or tf.Graph()).as_default():  # FileWriter refuses to start in eager mode
-        return _v1.summary.FileWriter(directory, graph=graph, filename_suffix=suffix)
+        try:
+            return _v1.summary.FileWriter(directory, graph=graph, filename_suffix=suffix)
+        except RuntimeError as error:  # TensorFlow's EventsWriter: "<file>; No space left on device"
+            if checkpoints.is_disk_full(error):
+                raise checkpoints.DiskFullError(
+                    f"Not enough space to start the event file in {directory} "
+                    f"({checkpoints.first_line(error)}). Free space there or use another model_dir") from None
+            raise
 
 
 # Evaluation directory -> (writer, its event-file suffix): one event file per directory and process.
@@ -58,7 +71,7 @@ def write_eval_summary(directory: str, summary, step: int) -> None:
     if cached is None or not glob.glob(os.path.join(glob.escape(key), "*" + cached[1])):
         if cached is not None:
             cached[0].close()
-        suffix = f".{os.getpid()}.{next(_writer_ids):06d}"
+        suffix = _event_suffix()
         with tf.Graph().as_default():  # FileWriter refuses to start in eager mode
             cached = _eval_writers[key] = (_v1.summary.FileWriter(directory, filename_suffix=suffix), suffix)
     cached[0].add_summary(summary, step)

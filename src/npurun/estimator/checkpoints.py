@@ -46,6 +46,7 @@ import numpy as np
 import tensorflow as tf
 
 from .. import logs, safe_files
+from ..reporting import UserFixableError
 from .checkpoint_files import (PREFIX, STATE_FILE, candidates, checkpoint_step, data_files,  # noqa: F401
                                first_line, has_files, is_readable, mtime, pinned, read_state, remove_quietly,
                                relists, remove_stale_pins, warn_incomplete, why_unreadable, write_state_file)
@@ -56,8 +57,12 @@ FINISHED_FILE = "npurun_train_finished"
 clock: Callable[[], float] = time.time
 
 
-class CheckpointSaveError(RuntimeError):
+class CheckpointSaveError(UserFixableError, RuntimeError):
     """A checkpoint could not be saved; the newest complete one stays named in the state file."""
+
+
+class CheckpointRestoreError(UserFixableError, RuntimeError):
+    """The model_dir holds checkpoints and none of them restores (damaged, or of another model)."""
 
 
 class DiskFullError(CheckpointSaveError):
@@ -213,9 +218,10 @@ def restore_newest(savers: Sequence, sess, model_dir: str, quarantine: bool = Fa
     if chosen is not None:
         return chosen
     if tried:
-        raise RuntimeError(f"None of the checkpoints in {model_dir} restores ({', '.join(tried)}; the warnings above "
-                           f"give each reason). They are left in place: if the read errors were transient (a network "
-                           f"file system), try again; to start from scratch, use another model_dir")
+        raise CheckpointRestoreError(f"None of the checkpoints in {model_dir} restores ({', '.join(tried)}; the "
+                                     f"warnings above give each reason). They are left in place: if the read errors "
+                                     f"were transient (a network file system), try again; to start from scratch, use "
+                                     f"another model_dir")
     return None
 
 

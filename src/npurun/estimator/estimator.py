@@ -16,7 +16,7 @@ from ..config import NPURunConfig, rules
 from ..debug.exception_dump import exception_dump
 from ..distribute import errors as distribute_errors
 from ..runtime.contributors import build_plan
-from .. import preemption
+from .. import preemption, safe_files
 from . import building, checkpoints, export as export_lib, model_dir_lock, tf_conformance, training_graph
 from .hooks import HookRunner
 from .inputs import call_with_accepted, estimator_call, make_input
@@ -413,6 +413,9 @@ def _write_eval_summaries(directory, results, checkpoint_path):
             logger.warning("Skipping summary for %s, must be a float, np.float32, np.int64, np.int32 or int or "
                            "np.ndarray or a serialized string of Summary.", key)
     try:
+        # `eval` / `eval_<name>` is npurun's name inside model_dir: refused when it is a planted link
+        # (TensorFlow's FileWriter would create and write through it).
+        safe_files.make_dir(directory, "evaluation folder")
         building.write_eval_summary(directory, summary, results["global_step"])
         if checkpoint_path:
             path_summary = _v1.Summary()

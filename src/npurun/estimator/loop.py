@@ -37,6 +37,7 @@ import tensorflow as tf
 
 from ..precision.loss_scale import SKIPPED_COLLECTION
 from .. import preemption
+from ..reporting import UserFixableError
 from . import checkpoints as ckpt_lib
 from .device_loop import HostCall, scheduled_steps
 from .hooks import NEVER, HookRunner, Progress, RateMeter, StepSchedule, TimeSchedule
@@ -49,11 +50,11 @@ STALL_LIMIT = 100  # runs in a row without global-step progress (not loss-scale 
 OVERFLOW_LIMIT = 2000  # runs in a row skipped for loss-scale overflow before the error
 
 
-class NanLossDuringTrainingError(_v1.train.NanLossDuringTrainingError):
+class NanLossDuringTrainingError(UserFixableError, _v1.train.NanLossDuringTrainingError):
     """The training loss became NaN (TensorFlow's class, so `except` on either catches it)."""
 
 
-class GlobalStepStalledError(RuntimeError):
+class GlobalStepStalledError(UserFixableError, RuntimeError):
     """The train_op does not advance the global step, so training would never end."""
 
 

@@ -28,13 +28,14 @@ import socket
 import time
 
 from .. import safe_files
+from ..reporting import UserFixableError
 
 logger = logging.getLogger("npurun")
 
 LOCK_FILE = "npurun_train.lock"
 
 
-class ModelDirInUseError(RuntimeError):
+class ModelDirInUseError(UserFixableError, RuntimeError):
     """Another live training job holds the model_dir."""
 
 

@@ -14,7 +14,7 @@ import time
 
 import tensorflow as tf
 
-from .. import preemption
+from .. import preemption, safe_files
 from . import checkpoints
 from .spec import EvalSpec, TrainSpec
 
@@ -80,9 +80,12 @@ class _EvaluateAfterSave(tf.compat.v1.train.CheckpointSaverListener):
         self.last_result = result
         self.last_step = step
         # As tf.estimator: train_and_evaluate returns the last evaluation's export results, one per exporter.
+        # `export/<exporter name>` is npurun's name inside model_dir: each folder is created here,
+        # refusing a planted link (an exporter's clean-up deletes old exports under it).
         self.export_results = [
-            exporter.export(self._estimator, os.path.join(self._estimator.model_dir, "export", exporter.name), path,
-                            self.last_result, final)
+            exporter.export(self._estimator,
+                            safe_files.make_dirs_under(self._estimator.model_dir, f"export/{exporter.name}",
+                                                       "export folder"), path, self.last_result, final)
             for exporter in self._spec.exporters]
 
 

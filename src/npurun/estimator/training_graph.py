@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import logging
+import os
 import warnings
 from typing import Optional
 
@@ -111,6 +113,9 @@ def train(estimator, input_fn, hooks, steps, max_steps, saving_listeners) -> int
                 tf.io.write_graph(graph.as_graph_def(add_shapes=True), model_dir, "graph.pbtxt")
             except tf.errors.OpError as error:  # a full disk: the checkpoint save says so, in one paragraph
                 logger.warning("Could not write %s/graph.pbtxt (%s)", model_dir, checkpoints.first_line(error))
+                # TensorFlow's atomic write leaves its temporary file behind, filling the disk further.
+                for leftover in glob.glob(os.path.join(glob.escape(model_dir), "graph.pbtxt.tmp*")):
+                    checkpoints.remove_quietly(leftover)
         writer = None
         if chief and (summarising or options["log_step_count_steps"]):
             writer = building.summary_writer(model_dir, graph)

@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
+from .. import safe_files
 from ..estimator import (EstimatorSpec, ModeKeys, NPUEstimator, build_raw_serving_input_receiver_fn)
 
 _v1 = tf.compat.v1
@@ -96,8 +97,10 @@ def run_example(config=None, train_steps: int = 600, model_dir: Optional[str] = 
     estimator = NPUEstimator(model_fn, model_dir=model_dir, config=config, params=dict(params or {}))
     estimator.train(input_fn, max_steps=train_steps)
     metrics = estimator.evaluate(input_fn)
-    export_path = estimator.export_saved_model(export_dir or os.path.join(estimator.model_dir, "export"),
-                                               serving_input_receiver_fn)
+    # The default `<model_dir>/export` is npurun's name: created here, refused when it is a planted link.
+    export_path = estimator.export_saved_model(
+        export_dir or safe_files.make_dirs_under(estimator.model_dir, "export", "export folder"),
+        serving_input_receiver_fn)
     return {"accuracy": float(metrics["accuracy"]), "loss": float(metrics["loss"]),
             "global_step": int(metrics["global_step"]), "model_dir": estimator.model_dir,
             "export_path": export_path}

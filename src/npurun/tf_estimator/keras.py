@@ -30,6 +30,8 @@ import logging
 import os
 import re
 
+from .. import safe_files
+
 logger = logging.getLogger("npurun")
 
 _V2_DEFAULT_FORMAT = "checkpoint"
@@ -255,7 +257,7 @@ def _save_first_checkpoint(keras_model, custom_objects, model_dir, config):
     latest = tf.train.latest_checkpoint(directory)
     if latest:  # made by an earlier model_to_estimator on this model_dir
         return latest, [name for name, _ in tf.train.list_variables(latest)]
-    os.makedirs(directory, exist_ok=True)
+    safe_files.make_dir(directory, "Keras checkpoint folder")  # npurun's name inside model_dir: never a planted link
     values = keras_model.get_weights()
     with tf.Graph().as_default():
         if config.tf_random_seed is not None:

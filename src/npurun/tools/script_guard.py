@@ -16,6 +16,8 @@ import ast
 import io
 import tokenize
 
+from .. import safe_files
+
 SCRIPT_LIMIT = 1 << 20
 NESTING_LIMIT = 100
 
@@ -26,8 +28,7 @@ class ScriptRefused(ValueError):
 
 def read_script(path: str) -> tuple[str, str]:
     """(text, encoding) of the script at `path`: at most SCRIPT_LIMIT bytes, decoded as Python would."""
-    with open(path, "rb") as handle:  # OSError propagates: the caller reports a bad path
-        data = handle.read(SCRIPT_LIMIT + 1)
+    data = safe_files.read_at_most(path, SCRIPT_LIMIT + 1)  # OSError propagates: the caller reports a bad path
     if len(data) > SCRIPT_LIMIT:
         raise ScriptRefused(f"{path} is larger than {SCRIPT_LIMIT} bytes, the most npurun reads as one script")
     try:

@@ -10,6 +10,7 @@ from .files import (AIC_METRICS, FUSION_GROUPS, MIX_ACTIONS, MIX_LISTS, OP_PRECI
                     format_mixlist, format_op_precision_ini, format_profiling_options, parse_fusion_switch,
                     parse_mixlist, parse_op_precision_ini, parse_profiling_options,
                     is_legacy_profiling_list, legacy_profiling_options)
+from ._common import path_problem
 from .text import (DEVICE_ID_MAX, DUMP_STEP_MAX_ITEMS, MEMORY_SIZE_MAX, STREAM_ENGINES, STREAM_PARALLEL_RANGE, DimRange, ShapeRanges, check_path_chars, dump_step_contains, format_comma_list,
                    format_device_list, format_dump_step, format_memory_size, format_shape_ranges,
                    format_stream_parallel, parse_comma_list, parse_device_list, parse_dump_step,

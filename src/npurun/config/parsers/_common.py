@@ -16,15 +16,19 @@ class FormatError(ValueError):
 
 
 def path_problem(path: str) -> str | None:
-    """What makes `path` a path no file system call can take (None when there is nothing): a NUL
-    character, text the file system encoding cannot hold, more than PATH_MAX bytes in all or more
-    than NAME_MAX in one component."""
+    """What makes `path` a path no file system call (or TensorFlow's file I/O) can take (None when
+    there is nothing): a NUL character, text the file system encoding cannot hold, bytes that are
+    not UTF-8, more than PATH_MAX bytes in all or more than NAME_MAX in one component."""
     if "\x00" in path:
         return f"it holds a NUL character (at index {path.index(chr(0))})"
     try:
         raw = os.fsencode(path)
     except UnicodeError:
         return "it holds characters the file system encoding cannot represent"
+    try:
+        path.encode("utf-8")
+    except UnicodeError:  # os.fsdecode's escapes of non-UTF-8 bytes; TensorFlow encodes paths as strict UTF-8
+        return "it holds bytes that are not UTF-8 text; TensorFlow's file I/O takes UTF-8 paths only"
     if len(raw) >= PATH_MAX:
         return f"it is {len(raw)} bytes long; at most {PATH_MAX - 1}"
     longest = max((len(part) for part in raw.split(b"/")), default=0)
