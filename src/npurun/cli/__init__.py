@@ -132,6 +132,8 @@ def _prepare_tensorflow(config) -> None:
 def cmd_train(args) -> int:
     config = _build_config_or_exit(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # TensorFlow first, without its start-up chatter (the modules below import it)
+    _prepare_tensorflow(config)
     # The rank and device variables are read when training starts, after the model_dir is created:
     # check them first, so a bad one (RANK_SIZE=abc, ASCEND_DEVICE_ID=-1) is an error before anything is written.
     from ..distribute.ranks import read_ranks
@@ -139,7 +141,6 @@ def cmd_train(args) -> int:
 
     read_ranks()
     resolve_device_id(config.options)
-    _prepare_tensorflow(config)
     from ..example.digits import run_example
 
     result = run_example(config, train_steps=args.steps, model_dir=args.model_dir, export_dir=args.export_dir)
