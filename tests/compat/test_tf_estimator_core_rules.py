@@ -46,3 +46,44 @@ def test_add_metrics_to_a_premade_estimator(tmp_path):
     metrics = extended.evaluate(_input_fn)
     assert metrics["mean_x"] == pytest.approx(1.5)
     assert "auc" in metrics  # the premade estimator's own metrics are kept
+
+
+def _spec(*args, **kwargs):
+    from npurun.estimator.spec import EstimatorSpec
+
+    return EstimatorSpec(*args, **kwargs)
+
+
+def test_evaluation_reports_the_mean_loss_under_loss_metric_key(tmp_path):
+    from npurun.estimator.spec import LOSS_METRIC_KEY
+    from npurun.tf_estimator import Estimator
+
+    def model_fn(features, labels, mode):
+        # the loss is 2, 4, 6, ... over the evaluation's steps: its mean is reported, not the last value
+        counter = v1.get_variable("counter", [], initializer=v1.zeros_initializer(),
+                                  collections=[v1.GraphKeys.LOCAL_VARIABLES])
+        loss = 2.0 * v1.assign_add(counter, 1.0) + tf.reduce_mean(features["x"]) * 0.0
+        return _spec(mode, loss=loss, train_op=v1.assign_add(v1.train.get_global_step(), 1))
+
+    estimator = Estimator(model_fn, model_dir=str(tmp_path))
+    estimator.train(_input_fn, steps=1)
+    scores = estimator.evaluate(lambda: _input_fn().map(lambda x, y: (x, y)).repeat(), steps=5)
+    assert LOSS_METRIC_KEY == "loss" and scores[LOSS_METRIC_KEY] == pytest.approx(6.0)
+
+
+def test_a_model_whose_variable_shape_changed_is_told_so_not_sent_to_older_checkpoints(tmp_path):
+    # tf.estimator raises TensorFlow's InvalidArgumentError ("Restoring from checkpoint failed ... a mismatch between
+    # the current graph and the graph from the checkpoint"); the older checkpoints were written by the same old
+    # model, so trying them (as for a damaged file) ended in "None of the checkpoints restores", which misleads.
+    # TF 1 (ref) variables, as after tf.compat.v1.disable_v2_behavior(): their restore op checks the shape itself.
+    from npurun.tf_estimator import Estimator, RunConfig
+
+    def model_fn(features, labels, mode, params):
+        v1.Variable(params["weight"], name="weight", use_resource=False)  # a scalar, then a vector
+        return _spec(mode, loss=tf.reduce_mean(features["x"]), train_op=v1.assign_add(v1.train.get_global_step(), 1))
+
+    config = RunConfig(save_checkpoints_steps=2)
+    Estimator(model_fn, str(tmp_path), config, params={"weight": 1}).train(_input_fn, steps=4)
+    changed = Estimator(model_fn, str(tmp_path), config, params={"weight": [1]})
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Restoring from checkpoint failed.*a mismatch between"):
+        changed.train(_input_fn, steps=1)

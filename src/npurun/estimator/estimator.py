@@ -21,7 +21,7 @@ from . import building, checkpoints, export as export_lib, model_dir_lock, tf_co
 from .hooks import HookRunner
 from .inputs import call_with_accepted, estimator_call, make_input
 from .model_dir import resolve_model_dir
-from .spec import ModeKeys, check_hooks
+from .spec import LOSS_METRIC_KEY, ModeKeys, check_hooks
 
 logger = logging.getLogger("npurun")
 _v1 = tf.compat.v1
@@ -187,8 +187,8 @@ class NPUEstimator:
                     raise ValueError("Metric with name `global_step` is not allowed, because Estimator already "
                                      "defines a default metric with the same name (the evaluated checkpoint's "
                                      "step); rename the metric")
-                if "loss" not in metrics:
-                    metrics["loss"] = _v1.metrics.mean(spec.loss)
+                if LOSS_METRIC_KEY not in metrics:
+                    metrics[LOSS_METRIC_KEY] = _v1.metrics.mean(spec.loss)
                 update = tf.group(*[pair[1] for pair in metrics.values()])
                 values = {key: pair[0] for key, pair in metrics.items()}
                 self._maybe_warm_start(path)
