@@ -142,3 +142,20 @@ def test_a_multi_output_model_names_its_metrics_by_output_as_tf_estimator_did(tm
     with pytest.raises(KeyError, match=r"missing \['b'\]"):
         est.train(lambda: tf.data.Dataset.from_tensor_slices(({"a": X}, {"reg": Y_REG, "cls": Y_REG})).batch(16),
                   steps=1)
+
+
+def test_a_model_compiled_with_a_tensorflow_1_optimizer_trains(tmp_path):
+    # TF 1-era code compiles with tf.compat.v1.train optimizers (tf-keras wraps them as TFOptimizer, which has no
+    # get_config); tf.estimator trained with the optimizer itself, its slots in the Estimator's graph
+    model = _functional()
+    model.compile(optimizer=tf.compat.v1.train.RMSPropOptimizer(0.01), loss="sparse_categorical_crossentropy")
+    model.fit(X, Y_CLASS, epochs=1, verbose=0)  # fit first, as such scripts do
+    est = model_to_estimator(keras_model=model, model_dir=str(tmp_path))
+    start = est.evaluate(lambda: _class_input(False))
+    est.train(lambda: _class_input(), steps=40)
+    end = est.evaluate(lambda: _class_input(False))
+    assert end["global_step"] == 40 and end["loss"] < start["loss"]
+    names = est.get_variable_names()
+    assert any(".OPTIMIZER_SLOT/optimizer/rms/" in name for name in names)  # the slots are checkpointed
+    est.train(lambda: _class_input(), steps=5)  # resumes: the same optimizer builds its slots in a new graph
+    assert est.get_variable_value("estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE") == 45
