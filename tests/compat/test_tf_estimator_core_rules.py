@@ -87,3 +87,37 @@ def test_a_model_whose_variable_shape_changed_is_told_so_not_sent_to_older_check
     changed = Estimator(model_fn, str(tmp_path), config, params={"weight": [1]})
     with pytest.raises(tf.errors.InvalidArgumentError, match="Restoring from checkpoint failed.*a mismatch between"):
         changed.train(_input_fn, steps=1)
+
+
+TF1_BEHAVIOUR_PREMADE_SCRIPT = """
+import numpy as np
+import npurun.estimator_api  # noqa: F401  (tf.estimator on plain python, without npurun run)
+import tensorflow as tf
+
+tf.compat.v1.disable_v2_behavior()  # TF 1 graph mode: tf.compat.v1 feature columns would make ref variables
+wire = tf.feature_column.categorical_column_with_hash_bucket("wire", 3)
+estimator = tf.estimator.DNNClassifier(hidden_units=[4], model_dir="model", optimizer="Adagrad",
+                                       feature_columns=[tf.feature_column.embedding_column(wire, 2)])
+features = {"wire": np.array([["a"], ["b"], ["c"], ["a"]])}
+estimator.train(lambda: tf.data.Dataset.from_tensor_slices((features, [[1], [0], [1], [0]])).batch(2), steps=2)
+print("trained", estimator.get_variable_value("global_step"))
+"""
+
+
+def test_premade_estimators_train_after_disable_v2_behavior(tmp_path):
+    # an embedding column's weights as a ref variable: the Keras optimizer's slots could not be made for them
+    # ("Tensor conversion requested dtype float32_ref"); tf.estimator 2.15's premade ones made resource variables
+    import os
+    import subprocess
+    import sys
+
+    import npurun
+
+    (tmp_path / "premade.py").write_text(TF1_BEHAVIOUR_PREMADE_SCRIPT)
+    source = os.path.dirname(os.path.dirname(npurun.__file__))  # the npurun under test, whatever the cwd
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=os.pathsep.join([source, os.environ.get(
+        "PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "premade.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "trained 2" in done.stdout
