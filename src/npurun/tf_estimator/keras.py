@@ -237,7 +237,8 @@ def _make_model_fn(keras_model, custom_objects, object_checkpoints, metric_names
         inputs = _ordered(features, clone.input_names, "input")
         inputs = [_as_input(t, d) for t, d in zip(inputs, input_dtypes or [None] * len(inputs))]
         outputs = clone(inputs if len(inputs) > 1 else inputs[0], training=mode == ModeKeys.TRAIN)
-        outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        # in output_names' order: Keras flattens a model's nested (e.g. dict) outputs so (outputs={'c': .., 'd': ..})
+        outputs = tf.nest.flatten(outputs)
         predictions = dict(zip(clone.output_names, outputs))
         loss = train_op = optimizer = None
         metrics = {}
