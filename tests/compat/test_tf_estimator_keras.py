@@ -142,3 +142,44 @@ def test_a_multi_output_model_names_its_metrics_by_output_as_tf_estimator_did(tm
     with pytest.raises(KeyError, match=r"missing \['b'\]"):
         est.train(lambda: tf.data.Dataset.from_tensor_slices(({"a": X}, {"reg": Y_REG, "cls": Y_REG})).batch(16),
                   steps=1)
+
+
+def test_a_model_compiled_with_a_tensorflow_1_optimizer_trains(tmp_path):
+    # TF 1-era code compiles with tf.compat.v1.train optimizers (tf-keras wraps them as TFOptimizer, which has no
+    # get_config); tf.estimator trained with the optimizer itself, its slots in the Estimator's graph
+    model = _functional()
+    model.compile(optimizer=tf.compat.v1.train.RMSPropOptimizer(0.01), loss="sparse_categorical_crossentropy")
+    model.fit(X, Y_CLASS, epochs=1, verbose=0)  # fit first, as such scripts do
+    est = model_to_estimator(keras_model=model, model_dir=str(tmp_path))
+    start = est.evaluate(lambda: _class_input(False))
+    est.train(lambda: _class_input(), steps=40)
+    end = est.evaluate(lambda: _class_input(False))
+    assert end["global_step"] == 40 and end["loss"] < start["loss"]
+    names = est.get_variable_names()
+    assert any(".OPTIMIZER_SLOT/optimizer/rms/" in name for name in names)  # the slots are checkpointed
+    est.train(lambda: _class_input(), steps=5)  # resumes: the same optimizer builds its slots in a new graph
+    assert est.get_variable_value("estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE") == 45
+
+
+def test_a_dict_output_model_exports_before_training_with_tensorflows_export_outputs(tmp_path):
+    # outputs={'c': .., 'd': ..} (Keras flattens them in output_names' order); export_outputs given as TensorFlow's
+    # own model_utils classes (tf.estimator 2.15's tf.estimator.export.*Output were those); exported straight after
+    # model_to_estimator, from the Keras weights (their checkpoint has no global step)
+    from tensorflow.python.saved_model.model_utils import export_output
+
+    from npurun.estimator.export import build_parsing_serving_input_receiver_fn
+
+    keras.utils.set_random_seed(0)
+    a, b = keras.Input((1,), name="a"), keras.Input((1,), name="b")
+    model = keras.Model({"a": a, "b": b}, {"c": keras.layers.Dense(1, name="c")(a),
+                                           "d": keras.layers.Dense(1, activation="sigmoid", name="d")(b)})
+    model.compile("sgd", {"c": "mse", "d": "binary_crossentropy"})
+    est = model_to_estimator(keras_model=model, model_dir=str(tmp_path / "m"),
+                             export_outputs={"c": export_output.RegressionOutput,
+                                             "d": export_output.ClassificationOutput})
+    features = {"a": tf.io.FixedLenFeature([1], tf.float32), "b": tf.io.FixedLenFeature([1], tf.float32)}
+    exported = est.export_saved_model(str(tmp_path / "export"), build_parsing_serving_input_receiver_fn(features))
+    variables = os.path.join(os.fsdecode(exported), "variables", "variables")
+    kernel = [name for name, _ in tf.train.list_variables(variables) if name.startswith("layer_with_weights-0/kernel")]
+    np.testing.assert_allclose(tf.train.load_variable(variables, kernel[0]), model.get_layer("c").kernel.numpy())
+    assert {"c", "d", "serving_default"} <= set(tf.saved_model.load(os.fsdecode(exported)).signatures)

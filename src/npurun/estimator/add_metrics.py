@@ -1,6 +1,8 @@
 """`tf.estimator.add_metrics(estimator, metric_fn)`: the same model with more evaluation metrics."""
 from __future__ import annotations
 
+import inspect
+
 from .inputs import call_with_accepted, fn_args
 from .spec import ModeKeys, NPUEstimatorSpec
 
@@ -34,5 +36,16 @@ def add_metrics(estimator, metric_fn):
             fields["host_call"] = spec.host_call
         return type(spec)(**fields)
 
-    return type(estimator)(model_fn=new_model_fn, model_dir=estimator.model_dir, config=estimator.config,
-                           warm_start_from=estimator._warm_start_from)
+    return _model_fn_class(estimator)(model_fn=new_model_fn, model_dir=estimator.model_dir, config=estimator.config,
+                                      warm_start_from=estimator._warm_start_from)
+
+
+def _model_fn_class(estimator):
+    """The nearest class of `estimator` built from a model_fn: its own for an Estimator (or a subclass taking
+    `model_fn`), the Estimator a premade one derives from (DNNClassifier takes feature columns, not a model_fn;
+    tf.estimator returns a plain Estimator for those too)."""
+    for cls in type(estimator).__mro__:
+        init = vars(cls).get("__init__")
+        if init is not None and "model_fn" in inspect.signature(init).parameters:
+            return cls
+    return type(estimator)

@@ -175,6 +175,12 @@ def restore(savers: Sequence, sess, prefix: str) -> None:
     savers[-1].restore(sess, prefix)
 
 
+# TensorFlow's Saver.restore wording for variables whose shape or dtype differ from the checkpoint's (an
+# InvalidArgumentError "Restoring from checkpoint failed. This is most likely due to a mismatch between the current
+# graph and the graph from the checkpoint..."), which tf.estimator raised as is.
+GRAPH_MISMATCH = "a mismatch between the current graph and the graph"
+
+
 def restore_newest(savers: Sequence, sess, model_dir: str, quarantine: bool = False,
                    resume_input: bool = False) -> Optional[str]:
     """Restore the newest checkpoint that restores (see `restore`); None when the directory has none.
@@ -188,7 +194,8 @@ def restore_newest(savers: Sequence, sess, model_dir: str, quarantine: bool = Fa
     is accepted for compatibility and does nothing: a read error may be transient). One that
     vanished in between (evicted by the training job) is skipped silently.
     Raises RuntimeError when checkpoints exist but none restores (starting from scratch would
-    silently move the global step back).
+    silently move the global step back), and TensorFlow's InvalidArgumentError at once when the newest one
+    does not fit the model's variables (a shape changed): the model changed, so older ones would not fit either.
     """
     tried = []
     finished = finished_step(model_dir)
@@ -204,6 +211,8 @@ def restore_newest(savers: Sequence, sess, model_dir: str, quarantine: bool = Fa
                 with pinned(prefix) as linked:
                     restore(use, sess, linked)
             except (tf.errors.OpError, ValueError, IndexError, OSError) as err:
+                if isinstance(err, tf.errors.InvalidArgumentError) and GRAPH_MISMATCH in str(err):
+                    raise  # the model changed, not the file: the older checkpoints do not fit it either
                 if not has_files(prefix):
                     vanished = True
                     continue  # evicted while we read it (readers run beside training)

@@ -21,7 +21,7 @@ from . import building, checkpoints, export as export_lib, model_dir_lock, tf_co
 from .hooks import HookRunner
 from .inputs import call_with_accepted, estimator_call, make_input
 from .model_dir import resolve_model_dir
-from .spec import ModeKeys, check_hooks
+from .spec import LOSS_METRIC_KEY, ModeKeys, check_hooks
 
 logger = logging.getLogger("npurun")
 _v1 = tf.compat.v1
@@ -187,8 +187,8 @@ class NPUEstimator:
                     raise ValueError("Metric with name `global_step` is not allowed, because Estimator already "
                                      "defines a default metric with the same name (the evaluated checkpoint's "
                                      "step); rename the metric")
-                if "loss" not in metrics:
-                    metrics["loss"] = _v1.metrics.mean(spec.loss)
+                if LOSS_METRIC_KEY not in metrics:
+                    metrics[LOSS_METRIC_KEY] = _v1.metrics.mean(spec.loss)
                 update = tf.group(*[pair[1] for pair in metrics.values()])
                 values = {key: pair[0] for key, pair in metrics.items()}
                 self._maybe_warm_start(path)
@@ -298,16 +298,21 @@ class NPUEstimator:
     def _export(self, export_dir_base, serving_input_receiver_fn, assets_extra, as_text, checkpoint_path,
                 strip_default_attrs=True):
         path = self._checkpoint_to_use(checkpoint_path)
-        if path is None and self._warm_start_from is not None:  # as tf.estimator: export the warm-start model
+        warm_start = None
+        if path is None and self._warm_start_from is not None:
+            # As tf.estimator: export the warm-start model. Its variables are initialised as training would
+            # initialise them (warm start, then initialisers): the source need not hold every variable (a Keras
+            # model's first checkpoint has no global step).
             from .warm_start import source_checkpoint
 
-            path = checkpoint_path = source_checkpoint(self._warm_start_from)
-        if path is None:
+            if source_checkpoint(self._warm_start_from) is not None:
+                warm_start = self._warm_start_from
+        if path is None and warm_start is None:
             raise ValueError(f"NPUEstimator.export_saved_model: Couldn't find trained model at {self._model_dir} "
                              f"(no checkpoint; train first or give checkpoint_path)")
         return export_lib.export(self, self._plan(ModeKeys.PREDICT), export_dir_base, serving_input_receiver_fn,
                                  _explicit(checkpoint_path, path), assets_extra=assets_extra, as_text=as_text,
-                                 strip_default_attrs=strip_default_attrs)
+                                 strip_default_attrs=strip_default_attrs, warm_start=warm_start)
 
     # ---- checkpoints ----------------------------------------------------------------------------------------
     def latest_checkpoint(self) -> Optional[str]:

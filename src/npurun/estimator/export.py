@@ -212,10 +212,11 @@ def signature_defs(spec, receiver) -> dict:
 
 
 def export(estimator, plan, export_dir_base, serving_input_receiver_fn, checkpoint_path, assets_extra=None,
-           as_text=False, strip_default_attrs=True) -> str:
+           as_text=False, strip_default_attrs=True, warm_start=None) -> str:
     """Write the SavedModel (see NPUEstimator.export_saved_model); returns the export directory.
     `checkpoint_path` None: the newest checkpoint of the model_dir that restores. Files the graph lists
-    as assets (the ASSET_FILEPATHS collection, e.g. vocabularies) are copied into `assets/`."""
+    as assets (the ASSET_FILEPATHS collection, e.g. vocabularies) are copied into `assets/`. `warm_start` (a
+    `warm_start_from` value), instead of a checkpoint: the variables are warm-started, the others initialised."""
     if isinstance(export_dir_base, bytes):  # tf.estimator accepts (and returns) bytes paths
         export_dir_base = export_dir_base.decode("utf-8")
     export_dir_base = os.fspath(export_dir_base)
@@ -237,10 +238,14 @@ def export(estimator, plan, export_dir_base, serving_input_receiver_fn, checkpoi
             local_init = getattr(built.spec.scaffold, "local_init_op", None)
             if local_init is None:
                 local_init = building.local_init_op(built.graph)
+            initialize = None
+            if warm_start is not None:
+                building.warm_start(warm_start)
+                initialize = _v1.global_variables_initializer()
         export_dir, temp_dir = _new_export_dirs(export_dir_base)
         try:
             _write_saved_model(estimator, built, saver, signatures, local_init, plan, temp_dir, checkpoint_path,
-                               as_text, strip_default_attrs)
+                               as_text, strip_default_attrs, initialize)
             for dest_rel, source in (assets_extra or {}).items():
                 dest = os.path.join(temp_dir, "assets.extra", dest_rel)
                 os.makedirs(os.path.dirname(dest), exist_ok=True)
@@ -257,9 +262,11 @@ def export(estimator, plan, export_dir_base, serving_input_receiver_fn, checkpoi
 
 
 def _write_saved_model(estimator, built, saver, signatures, local_init, plan, temp_dir, checkpoint_path, as_text,
-                       strip_default_attrs):
+                       strip_default_attrs, initialize=None):
     with built.session(plan.target) as sess:
-        if checkpoint_path is None:  # the newest that restores now (a training job may evict)
+        if initialize is not None:  # the warm-start model (see export)
+            sess.run(initialize)
+        elif checkpoint_path is None:  # the newest that restores now (a training job may evict)
             if checkpoints.restore_newest([saver], sess, estimator.model_dir) is None:
                 raise ValueError(f"export: the checkpoints in {estimator.model_dir} vanished before they "
                                  f"could be read")

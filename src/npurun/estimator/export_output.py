@@ -126,6 +126,15 @@ class PredictOutput(ExportOutput):
             return _v1.saved_model.predict_signature_def(receiver_tensors, self._outputs)
 
 
+def _export_output_bases():
+    """npurun's ExportOutput and TensorFlow's own (`tensorflow.python.saved_model.model_utils.export_output`,
+    which tf.estimator 2.15's `tf.estimator.export.*Output` were and code still imports): both build a
+    signature with `as_signature_def(receiver_tensors)`."""
+    from tensorflow.python.saved_model.model_utils import export_output as tf_export_output
+
+    return ExportOutput, tf_export_output.ExportOutput
+
+
 def with_default(export_outputs, predictions):
     """export_outputs of a PREDICT spec, with tf.estimator's default `serving_default` entry."""
     if export_outputs is None:
@@ -134,7 +143,7 @@ def with_default(export_outputs, predictions):
         raise TypeError(f"`export_outputs` must be dict, given: {export_outputs}")
     outputs = dict(export_outputs)
     for value in outputs.values():
-        if not isinstance(value, ExportOutput):
+        if not isinstance(value, _export_output_bases()):
             raise TypeError(f"Values in `export_outputs` must be ExportOutput objects (ClassificationOutput, "
                             f"RegressionOutput, PredictOutput). Given: {outputs}")
     if len(outputs) == 1 and DEFAULT_SIGNATURE not in outputs:

@@ -13,6 +13,9 @@ import tensorflow as tf
 from .mode_keys import ModeKeys  # noqa: F401  (re-exported: npurun.estimator.spec.ModeKeys)
 from .tf_conformance import step_count  # a float step count counts as in tf.estimator (5.5: 6)
 
+# The evaluation result holding the mean of the spec's loss (tf.estimator's model_fn.LOSS_METRIC_KEY), unless
+# eval_metric_ops defines a metric of that name itself.
+LOSS_METRIC_KEY = "loss"
 
 # tf.estimator.EstimatorSpec's fields, in its order (model functions may pass them positionally).
 _SpecTuple = collections.namedtuple(

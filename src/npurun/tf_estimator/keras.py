@@ -100,6 +100,11 @@ def _legacy_optimizer(optimizer):
     (the settings are read now, eagerly: an optimizer's get_config() reads its variables)."""
     import inspect
 
+    import tensorflow as tf
+
+    tf1_optimizer = getattr(optimizer, "optimizer", optimizer)  # tf-keras wraps one as TFOptimizer at compile()
+    if isinstance(tf1_optimizer, tf.compat.v1.train.Optimizer):
+        return lambda: _TF1Optimizer(tf1_optimizer)  # graph-mode already: used as is, as tf.estimator did
     tf_keras = _tf_keras()
     legacy = tf_keras.optimizers.legacy
     config = optimizer.get_config()
@@ -121,6 +126,21 @@ def _legacy_optimizer(optimizer):
                            ignored)
         config = {k: v for k, v in config.items() if k in accepted and v is not None}
     return lambda: cls.from_config(dict(config))
+
+
+class _TF1Optimizer:
+    """A TensorFlow 1 optimizer (`tf.compat.v1.train.RMSPropOptimizer(...)`) a Keras model was compiled with, with
+    the methods model_fn uses of a tf-keras optimizer; its slots live in each Estimator graph (keyed by graph)."""
+
+    def __init__(self, optimizer):
+        self.tf1_optimizer = optimizer
+        self.iterations = None  # the Estimator's global step, set by model_fn
+
+    def get_gradients(self, loss, variables):
+        return [gradient for gradient, _ in self.tf1_optimizer.compute_gradients(loss, var_list=variables)]
+
+    def apply_gradients(self, gradients_and_variables):
+        return self.tf1_optimizer.apply_gradients(list(gradients_and_variables), global_step=self.iterations)
 
 
 def _losses(model, clone, targets, outputs, sample_weights):
@@ -190,7 +210,7 @@ def _object_saver(clone, global_step, optimizer):
 
     clone._track_trackable(global_step, "estimator_global_step")
     if optimizer is not None:
-        clone._track_trackable(optimizer, "optimizer", overwrite=True)
+        clone._track_trackable(getattr(optimizer, "tf1_optimizer", optimizer), "optimizer", overwrite=True)
     saveables = graph_view.ObjectGraphView(clone).frozen_saveable_objects()
     saver = tf.compat.v1.train.Saver(var_list=saveables, sharded=True)
     saver._object_restore_saver = checkpoint_lib.frozen_saver(clone)
@@ -219,7 +239,8 @@ def _make_model_fn(keras_model, custom_objects, object_checkpoints, metric_names
         inputs = _ordered(features, clone.input_names, "input")
         inputs = [_as_input(t, d) for t, d in zip(inputs, input_dtypes or [None] * len(inputs))]
         outputs = clone(inputs if len(inputs) > 1 else inputs[0], training=mode == ModeKeys.TRAIN)
-        outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        # in output_names' order: Keras flattens a model's nested (e.g. dict) outputs so (outputs={'c': .., 'd': ..})
+        outputs = tf.nest.flatten(outputs)
         predictions = dict(zip(clone.output_names, outputs))
         loss = train_op = optimizer = None
         metrics = {}

@@ -45,6 +45,17 @@ _HONOURED = {"device_fn"}
 SAVE_CKPT_ERR = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
 
 
+class TaskType:
+    """tf.estimator's task types (`run_config.TaskType`): the job names of a TF_CONFIG cluster, which
+    TPU-derived code compares `config.task_type` with (`from tensorflow.python.estimator.run_config import
+    TaskType`)."""
+    MASTER = "master"
+    PS = "ps"
+    WORKER = "worker"
+    CHIEF = "chief"
+    EVALUATOR = "evaluator"
+
+
 class _RunConfigMeta(type):
     # Any NPURunConfig is a RunConfig, as the adapter's NPURunConfig subclasses tf.estimator.RunConfig.
     def __instancecheck__(cls, instance):

@@ -23,6 +23,19 @@ def adapter_api_error():
     return AdapterAPIError
 
 
+def resource_variables(model_fn):
+    """`model_fn` creating its variables as resource variables, as tf.estimator 2.15's premade estimators did
+    (their Keras layers and TF 2 feature columns always do). The tf.compat.v1 feature columns used here make ref
+    variables after `tf.compat.v1.disable_v2_behavior()`, and a Keras optimizer cannot make slots for those."""
+    import functools
+
+    @functools.wraps(model_fn)
+    def with_resource_variables(*args, **kwargs):
+        with _v1.variable_scope(_v1.get_variable_scope(), use_resource=True):
+            return model_fn(*args, **kwargs)
+    return with_resource_variables
+
+
 @contextlib.contextmanager
 def new_trainable_variables():
     """Collects the trainable variables created inside the block (into the yielded list)."""

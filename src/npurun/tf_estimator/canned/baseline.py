@@ -11,7 +11,7 @@ from ...estimator.spec import ModeKeys
 from ..head import RegressionHead
 from ..head.base import SUM_OVER_BATCH_SIZE
 from . import optimizers
-from ._common import binary_or_multi_class_head, check_features, estimator_base
+from ._common import binary_or_multi_class_head, check_features, estimator_base, resource_variables
 
 _v1 = tf.compat.v1
 _LEARNING_RATE = 0.2
@@ -75,6 +75,7 @@ def baseline_model_fn_v2(features, labels, mode, head, optimizer, weight_column=
 
 
 def _model_fn(head, optimizer, weight_column, loss_reduction=SUM_OVER_BATCH_SIZE):
+    @resource_variables
     def model_fn(features, labels, mode, config):
         return baseline_model_fn_v2(features, labels, mode, head, optimizer, weight_column, config, loss_reduction)
     return model_fn

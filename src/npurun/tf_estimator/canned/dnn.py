@@ -13,7 +13,7 @@ from ..head import RegressionHead
 from ..head.base import SUM_OVER_BATCH_SIZE
 from . import optimizers
 from ._common import (add_layer_summary, binary_or_multi_class_head, check_features, estimator_base,
-                      feature_column_quiet, new_trainable_variables)
+                      feature_column_quiet, new_trainable_variables, resource_variables)
 
 _v1 = tf.compat.v1
 _BATCH_NORM_MOMENTUM = 0.999
@@ -89,6 +89,7 @@ def dnn_model_fn_v2(features, labels, mode, head, hidden_units, feature_columns,
 
 
 def _model_fn(head, hidden_units, feature_columns, optimizer, activation_fn, dropout, batch_norm):
+    @resource_variables
     def model_fn(features, labels, mode, config):
         return dnn_model_fn_v2(features, labels, mode, head, hidden_units, tuple(feature_columns or []), optimizer,
                                activation_fn, dropout, config, batch_norm=batch_norm)

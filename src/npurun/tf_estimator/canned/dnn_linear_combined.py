@@ -13,7 +13,8 @@ from ...estimator.spec import ModeKeys
 from ..head import RegressionHead
 from ..head.base import SUM_OVER_BATCH_SIZE
 from . import optimizers
-from ._common import add_layer_summary, binary_or_multi_class_head, check_features, estimator_base
+from ._common import (add_layer_summary, binary_or_multi_class_head, check_features, estimator_base,
+                      resource_variables)
 from .dnn import dnn_logits
 from .linear import linear_logits
 
@@ -82,6 +83,7 @@ def dnn_linear_combined_model_fn_v2(features, labels, mode, head, linear_feature
 
 def _model_fn(head, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer, dnn_hidden_units,
               dnn_activation_fn, dnn_dropout, batch_norm, linear_sparse_combiner, loss_reduction=SUM_OVER_BATCH_SIZE):
+    @resource_variables
     def model_fn(features, labels, mode, config):
         return dnn_linear_combined_model_fn_v2(
             features, labels, mode, head, linear_feature_columns=linear_feature_columns,

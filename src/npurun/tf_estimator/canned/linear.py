@@ -17,7 +17,7 @@ from ..head import RegressionHead
 from ..head.base import SUM_OVER_BATCH_SIZE
 from . import optimizers
 from .sdca import LinearSDCA, check_for_estimator, sdca_model_fn
-from ._common import (binary_or_multi_class_head, check_features, estimator_base,
+from ._common import (binary_or_multi_class_head, check_features, estimator_base, resource_variables,
                       feature_column_quiet, fraction_of_zero, new_trainable_variables)
 
 _v1 = tf.compat.v1
@@ -74,6 +74,7 @@ def _check_sparse_combiner(sparse_combiner):
 def _model_fn(head, feature_columns, optimizer, sparse_combiner, partitioner):
     _check_sparse_combiner(sparse_combiner)
 
+    @resource_variables
     def model_fn(features, labels, mode, config):
         return linear_model_fn_v2(features, labels, mode, head, tuple(feature_columns or []), optimizer, config,
                                   sparse_combiner, partitioner)
