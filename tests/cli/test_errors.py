@@ -65,6 +65,11 @@ def test_model_dir_under_a_file_and_conflicting_options_are_user_errors(tmp_path
     assert main(["train", "--steps", "2", "--model-dir", "afile/model"]) == 1  # TensorFlow's file system says so
     err = capsys.readouterr().err
     assert "Traceback" not in err and "afile is not a directory" in err and "--debug" in err
+    # NPURUN_DEBUG=1 (what --debug sets) shows the traceback of that user error
+    monkeypatch.setenv("NPURUN_DEBUG", "1")
+    assert main(["train", "--steps", "2", "--model-dir", "afile/model"]) == 1
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+    monkeypatch.delenv("NPURUN_DEBUG")
     # the config's model_dir and --model-dir differ
     assert main(["train", "--steps", "2", "--model-dir", "a", "--set", "model_dir=b"]) == 2
     err = capsys.readouterr().err
