@@ -10,7 +10,7 @@ the same number of times (they do on TF 2.21 and 2.15 for both models: docs/esti
 Op times are wall-clock per op (under load they include waiting); the shares and counts are the
 steadier figures. Tracing slows the run down: do not read rates from it.
 
-Usage: python bench/models_profile.py [--kind npurun|classic] [--model resnet20] [--precision fp32]
+Usage: python bench/tools/models_profile.py [--kind npurun|classic] [--model resnet20] [--precision fp32]
                                       [--ipl 1] [--warmup 10] [--traced 6]
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/, for models.py
 import models  # noqa: E402
 from models_ab import cpu_seconds  # noqa: E402
 

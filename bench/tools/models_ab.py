@@ -23,9 +23,9 @@ A variant is NAME or NAME:JSON, JSON keys:
                 "prefetch": N or null (the input's prefetch; bench/models.py uses 4)}
   jit          true: jit_compile="true" (npurun)
 
-Usage: python bench/models_ab.py [--kind npurun|classic] [--model resnet20] [--precision fp32]
+Usage: python bench/tools/models_ab.py [--kind npurun|classic] [--model resnet20] [--precision fp32]
            [--warmup 10] [--steps 30] [--rounds 2] VARIANT [VARIANT ...]
-Example: python bench/models_ab.py base:'{"ipl":10}' remap_off:'{"ipl":10,"grappler":{"remapping":"off"}}'
+Example: python bench/tools/models_ab.py base:'{"ipl":10}' remap_off:'{"ipl":10,"grappler":{"remapping":"off"}}'
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/, for models.py
 import models  # noqa: E402  (the same model_fn, arrays and shapes)
 
 
