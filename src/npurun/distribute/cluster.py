@@ -20,7 +20,6 @@ the host of each rank (rank table `server_id`, or 127.0.0.1) and port `NPURUN_BA
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket

@@ -9,7 +9,6 @@ is seconds; an evaluation pass may take minutes. The resumed job evaluates at it
 from __future__ import annotations
 
 import logging
-import os
 import time
 
 import tensorflow as tf

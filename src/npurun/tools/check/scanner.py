@@ -97,6 +97,7 @@ class ModuleScanner(ast.NodeVisitor):
         self._project, self._path = project, path
         self._bound: set = set()  # every name this module binds, in any scope
         self._loaded: dict = {}  # name -> first line it is read
+        self._constants: dict = {}  # the module's constants (conditions.module_constants), set by visit_Module
         self._adapter_star = None  # the adapter module of a star import, if any
         self._unknown_star = False  # a star import whose names are not known statically
         self.changes_sys_path = False  # sys.path.append/insert/extend: other modules may become importable
@@ -207,7 +208,7 @@ class ModuleScanner(ast.NodeVisitor):
     def visit_If(self, node):
         self.visit(node.test)
         tpu = _mentions_tpu(node.test)
-        condition = None if tpu else flag_condition(node.test, self._flags(), getattr(self, "_constants", None))
+        condition = None if tpu else flag_condition(node.test, self._flags(), self._constants)
         dispatch = None if tpu or condition is not None else dispatch_condition(node.test)
         self._tpu_only += tpu
         if condition is not None:
