@@ -139,6 +139,10 @@ def test_bad_tf_config_is_a_clear_error(monkeypatch, raw, match):
         NPURunConfig()
 
 
-def test_migration_only_options_warn():
-    with pytest.warns(UserWarning, match="train_distribute"):
+def test_migration_only_options_warn_once_saying_what_to_use():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         NPURunConfig(train_distribute=object())
+    messages = [str(w.message) for w in caught if "train_distribute" in str(w.message)]
+    assert len(messages) == 1, messages
+    assert "set with `distribute`" in messages[0]

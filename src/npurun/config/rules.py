@@ -143,10 +143,5 @@ def parameter_servers_when_training(values: Values, cluster: ClusterInfo) -> lis
     return []
 
 
-def migration_only(values: Values, cluster: ClusterInfo) -> list:
-    return [f"{name} is stored for migration tooling only; set distribution with `distribute`"
-            for name in ("train_distribute", "eval_distribute") if values[name] is not None]
-
-
 RULES: tuple[Rule, ...] = (checkpoint_schedule, loop_sinking, precision_lists, compile_cache, memory_sizes,
-                           dynamic_inputs, local_ranks, parameter_servers, migration_only)
+                           dynamic_inputs, local_ranks, parameter_servers)

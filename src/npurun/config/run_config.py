@@ -128,8 +128,9 @@ def _kind_notes(values: Mapping[str, Any]) -> list:
         if option.is_default(value):
             continue
         if option.kind is Kind.NOT_SUPPORTED:
+            why = "" if option.mechanism == "none" else f" ({option.mechanism})"
             notes.append(f"option '{name}' is not supported in the current version (product document); "
-                         f"{bounded_repr(value)} is accepted and ignored")
+                         f"{bounded_repr(value)} is accepted and ignored{why}")
         elif option.kind is Kind.NO_EFFECT:
             notes.append(f"option '{name}' has no effect on this machine: {option.mechanism}")
         elif option.pending:
