@@ -379,3 +379,63 @@ def test_an_unsupported_contrib_name_imported_but_never_used_does_not_raise(tmp_
     script.write_text(script.read_text().replace("return tf.nn.dynamic_rnn(cell, inputs, dtype=tf.float32)",
                                                  "return dynamic_decode(cell)"))
     assert ("", "tensorflow.contrib.seq2seq.dynamic_decode") in _raising(script)
+
+
+_DIN_STYLE = """\
+    import os
+    import tensorflow as tf
+    from npu_bridge.npu_init import *
+
+    rank_size = int(os.getenv('RANK_SIZE', "1"))
+
+
+    def input_fn():
+        if rank_size == 1:
+            return tf.data.TFRecordDataset("./data/train.tfrecord.gz", compression_type="GZIP").batch(1024)
+        else:
+            path = f"./data/train_{rank_size}_part{rank_id}.tfrecord.gz"
+            return tf.data.TFRecordDataset(path).batch(1024)
+
+
+    def main():
+        return input_fn()
+
+
+    if __name__ == '__main__':
+        main()
+    """
+
+
+def test_a_branch_chosen_by_the_rank_environment_is_judged_as_npurun_run_sets_it(tmp_path, monkeypatch):
+    # DIN style: `rank_size = int(os.getenv('RANK_SIZE', "1"))`; the multi-rank branch reads a `rank_id` that only
+    # the launch script's `sed` defines. npurun run is one rank when no rank environment is set.
+    for name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "TF_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    script = tmp_path / "din_demo.py"
+    script.write_text(textwrap.dedent(_DIN_STYLE))
+    assert _raising(script) == set()
+    assert "$RANK_SIZE under npurun run" in _by_name(script)["rank_id"].status
+    monkeypatch.setenv("RANK_SIZE", "8")  # as a multi-rank launch would start it: the branch is taken
+    monkeypatch.setenv("RANK_ID", "3")
+    assert _raising(script) == {("", "rank_id")}
+
+
+def test_an_environment_read_in_the_test_itself_is_judged_too(tmp_path, monkeypatch):
+    for name in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "TF_CONFIG", "DEVICE_ID"):
+        monkeypatch.delenv(name, raising=False)
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        import os
+        import tensorflow as tf
+        from npu_bridge.npu_init import *
+
+        if int(os.environ['DEVICE_ID']) != 0:
+            print(unknown_device_name)
+        if os.getenv('CUSTOM_SWITCH') == 'on':
+            print(other_unknown)
+        """))
+    raising = _raising(script)
+    assert ("", "unknown_device_name") not in raising  # DEVICE_ID is 0 in a one-rank npurun run
+    assert ("", "other_unknown") not in raising  # unset with no default: None != 'on'
+    monkeypatch.setenv("CUSTOM_SWITCH", "on")
+    assert ("", "other_unknown") in _raising(script)

@@ -164,7 +164,11 @@ an `if` about a TPU (`if FLAGS.use_tpu:`, BERT/ALBERT's `TPUClusterResolver` and
 or in the `except` handler of a `try` whose body works (DCGAN's `tf.nn.deconv2d` fallback for TensorFlow
 before 0.7). A use under an `if` that reads a flag says so ("only if `FLAGS.use_xla_for_gpu`
 (--use_xla_for_gpu default False)") and counts only when the flags' literal defaults (`flags.DEFINE_*`, argparse
-`add_argument`) take that branch. Names read from an installed package that its source (on disk, not imported) no
+`add_argument`) take that branch. A test on an environment variable (`int(os.getenv('RANK_SIZE', '1'))`,
+`os.environ['DEVICE_ID']`, in the test or bound so to a module constant) is judged with the value the script gets
+under `npurun run` in the shell check runs in: the variable as set, else the run's one-rank default (RANK_SIZE=1,
+RANK_ID=0, device 0), else the read's default ("only if not `rank_size == 1` (rank_size = 1 from $RANK_SIZE under
+npurun run)"). Names read from an installed package that its source (on disk, not imported) no
 longer has (`scipy.misc.imresize`, `Image.ANTIALIAS`) raise, and so does `from pkg import name` that a local package lacks. `from tensorflow.contrib import cluster_resolver` imports (as on TensorFlow 1); its names raise.
 
 A use raises only if its line runs, so check follows what the run reaches (`npurun/tools/check/reach.py`):
@@ -603,5 +607,6 @@ float dimension, a value, not a name). So check named the first npurun error of 
 one (DIN, deeplab's train.py and eval.py; missed: LaneNet, InceptionV3, ViDeNN) and the one failure outside npurun
 (MVDSCN); of the scripts that now complete, DIN is still reported "1 will raise": `rank_id` on the branch
 `if rank_size == 1:` does not take, chosen by an environment variable (`RANK_SIZE`), which the "only if" rule (flag
-defaults) does not read. After the fixes (and with munkres installed), check says "0 will raise" for the other seven entry points.
+defaults) did not read (fixed since: environment tests are judged with the values `npurun run` gives, and DIN's
+`rank_id` is listed "only if not `rank_size == 1`"). After the fixes (and with munkres installed), check says "0 will raise" for the other seven entry points.
 """

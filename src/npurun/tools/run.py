@@ -29,16 +29,7 @@ import runpy
 import sys
 
 from .check.npu_device_scripts import TF_API_ENV  # one name for the variable: check reads it too
-
-
-_RANK_VARIABLES = ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "TF_CONFIG")
-_ONE_RANK = {"RANK_SIZE": "1", "RANK_ID": "0"}
-# The device index Ascend's 1p launch scripts export next to RANK_ID (each name is read bare by some scripts:
-# `int(os.getenv('DEVICE_ID'))` 43 ModelZoo folders, DEVICE_INDEX 30, ASCEND_DEVICE_ID 16).
-_DEVICE_VARIABLES = ("ASCEND_DEVICE_ID", "DEVICE_ID", "DEVICE_INDEX")
-# The server's index among the job's servers, exported by 37 Ascend launch files and read bare by scripts
-# (`int(os.environ['RANK_INDEX'])`, 15 ModelZoo folders): 0 for the one server of a one-rank run.
-_ONE_RANK_ONLY = _DEVICE_VARIABLES + ("RANK_INDEX",)
+from .run_environment import rank_defaults
 
 
 def script_tf_api(path: str) -> int:
@@ -185,16 +176,7 @@ def _script_environment() -> dict:
     # process is the script's here. An explicit setting is kept.
     if "TF_USE_LEGACY_KERAS" not in os.environ:
         defaults["TF_USE_LEGACY_KERAS"] = "1"
-    # Ascend's 1-device launch scripts export RANK_SIZE=1 / RANK_ID=0 and many scripts read them bare
-    # (`int(os.getenv('RANK_SIZE'))`: 63 ModelZoo folders). With no rank environment at all, a run is
-    # that one rank; `npurun launch` and explicit settings are kept as they are.
-    if not any(name in os.environ for name in _RANK_VARIABLES):
-        defaults.update(_ONE_RANK)
-    # A one-rank run is device 0, as Ascend's 1p launch scripts export it. Not for several ranks: npurun reads
-    # ASCEND_DEVICE_ID as the session's device, which `npurun launch` / the user choose per rank.
-    rank_size = os.environ.get("RANK_SIZE", defaults.get("RANK_SIZE"))
-    if rank_size == "1" and os.environ.get("RANK_ID", defaults.get("RANK_ID", "0")) == "0":
-        defaults.update({name: "0" for name in _ONE_RANK_ONLY if name not in os.environ})
+    defaults.update(rank_defaults())  # RANK_SIZE=1 / RANK_ID=0 and device 0 in a one-rank run
     return defaults
 
 

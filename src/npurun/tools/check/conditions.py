@@ -5,11 +5,18 @@ so ("only if --use_xla_for_gpu"), and when the flag's default (from `flags.DEFIN
 or argparse's `add_argument`, read statically) does not take the branch, the use is listed but not
 counted as raising. A test that cannot be evaluated from literal defaults is named, and counted. A module
 constant counts as a flag with that one value: a name the module binds once, at its top level, to a literal
-and never rebinds anywhere in it (VDSR's `USE_QUEUE_LOADING = True` choosing its input pipeline).
+and never rebinds anywhere in it (VDSR's `USE_QUEUE_LOADING = True` choosing its input pipeline). An
+environment variable read (`int(os.getenv('RANK_SIZE', '1'))`, `os.environ['RANK_ID']`), in the test or bound so
+to a module constant, has the value the script will see under `npurun run` here: the variable as set now, else
+the run's one-rank default (`npurun.tools.run_environment`), else the read's own default (DIN's
+`if rank_size == 1:`, whose other branch reads a `rank_id` its launch script's `sed` defines).
 """
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
+
+from ..run_environment import run_value
 
 _UNKNOWN = object()
 _DEFINE_TYPES = {"DEFINE_bool", "DEFINE_boolean", "DEFINE_integer", "DEFINE_float", "DEFINE_string",
@@ -89,8 +96,10 @@ def module_constants(tree) -> dict:
     for statement in tree.body:
         if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
                 and isinstance(statement.targets[0], ast.Name)):
-            value = _literal(statement.value)
-            if value is None or isinstance(value, (bool, int, float, str)):
+            read = environment_read(statement.value)
+            value = _literal(statement.value) if read is None else (
+                _UNKNOWN if read[1] is _UNKNOWN else EnvironmentValue(read[1], read[0]))
+            if value is None or isinstance(value, (bool, int, float, str, EnvironmentValue)):
                 candidates.setdefault(statement.targets[0].id, []).append(value)
     stores = {}
     for node in ast.walk(tree):
@@ -107,6 +116,52 @@ def module_constants(tree) -> dict:
             bound = (node.asname or node.name).split(".")[0]
             stores[bound] = stores.get(bound, 0) + 2
     return {name: values[0] for name, values in candidates.items() if len(values) == 1 and stores.get(name) == 1}
+
+
+@dataclass(frozen=True)
+class EnvironmentValue:
+    """A module constant bound to an environment variable's value under `npurun run`."""
+    value: object
+    variable: str
+
+
+_CONVERSIONS = {"int": int, "float": float, "str": str}
+
+
+def _is_os_environ(node) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "environ" and isinstance(node.value, ast.Name)
+            and node.value.id == "os") or (isinstance(node, ast.Name) and node.id == "environ")
+
+
+def environment_read(node):
+    """(variable, value under `npurun run`) for `os.getenv('X'[, d])`, `os.environ.get('X'[, d])`,
+    `os.environ['X']`, optionally in `int(...)` / `float(...)` / `str(...)`; None for anything else. The value
+    is _UNKNOWN when it cannot be told (unset with no default, or not convertible)."""
+    convert = None
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CONVERSIONS
+            and len(node.args) == 1 and not node.keywords):
+        convert, node = _CONVERSIONS[node.func.id], node.args[0]
+    variable, default, subscript = None, None, False
+    if isinstance(node, ast.Call) and node.args and not node.keywords and len(node.args) <= 2:
+        func = node.func
+        if ((isinstance(func, ast.Attribute) and func.attr == "getenv" and isinstance(func.value, ast.Name)
+             and func.value.id == "os") or (isinstance(func, ast.Name) and func.id == "getenv")
+                or (isinstance(func, ast.Attribute) and func.attr == "get" and _is_os_environ(func.value))):
+            variable = _literal(node.args[0])
+            default = _literal(node.args[1]) if len(node.args) == 2 else None
+    elif isinstance(node, ast.Subscript) and _is_os_environ(node.value):
+        variable, subscript = _literal(node.slice), True
+    if not isinstance(variable, str):
+        return None
+    value = run_value(variable)
+    if value is None:  # unset: os.environ['X'] raises (told by the run), os.getenv('X') is its default
+        value = _UNKNOWN if subscript else default
+    if convert is not None and value is not _UNKNOWN:
+        try:
+            value = convert(value)
+        except (TypeError, ValueError):
+            value = _UNKNOWN
+    return variable, value
 
 
 def _constant_name(node, constants):
@@ -131,7 +186,11 @@ def _evaluate(node, flags, constants=None):
         return flags[name]
     name = _constant_name(node, constants)
     if name is not None:
-        return constants[name]
+        value = constants[name]
+        return value.value if isinstance(value, EnvironmentValue) else value
+    read = environment_read(node)
+    if read is not None:
+        return read[1]
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STRING_METHODS
             and not node.args and not node.keywords):  # `FLAGS.platform.lower() == 'modelarts'`
         value = _evaluate(node.func.value, flags, constants)
@@ -185,14 +244,24 @@ def flag_condition(test, flags, constants=None):
     neither."""
     names = sorted({name for node in ast.walk(test) for name in [_flag_name(node, flags)] if name is not None})
     fixed = sorted({name for node in ast.walk(test) for name in [_constant_name(node, constants)] if name is not None})
-    if not names and not fixed:
+    read = {}
+    for node in ast.walk(test):
+        found = environment_read(node)
+        if found is not None:
+            read.setdefault(found[0], found[1])  # the outermost read (with its int(...)) comes first
+    if not names and not fixed and not read:
         return None
     value = _evaluate(test, flags, constants)
     source = ast.unparse(test)
     if len(source) > 80:
         source = source[:77] + "..."
     defaults = [f"--{name}" + ("" if flags[name] is _UNKNOWN else f" default {flags[name]!r}") for name in names]
-    defaults += [f"{name} = {constants[name]!r} in the module" for name in fixed]
+    for name in fixed:
+        constant = constants[name]
+        defaults.append(f"{name} = {constant.value!r} from ${constant.variable} under npurun run"
+                        if isinstance(constant, EnvironmentValue) else f"{name} = {constant!r} in the module")
+    defaults += [f"${variable} " + ("unset" if value is _UNKNOWN else f"{value!r}") + " under npurun run"
+                 for variable, value in sorted(read.items())]
     return f"`{source}` ({', '.join(defaults)})", (None if value is _UNKNOWN else bool(value))
 
 
