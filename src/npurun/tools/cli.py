@@ -6,6 +6,9 @@ import sys
 
 
 def cmd_run(args) -> int:
+    from ..distribute.bind_narrow import reexec_under_cluster
+
+    reexec_under_cluster()  # before TensorFlow is imported: the servers bind the task's address only
     from .run import run_module, run_script
 
     if args.module:
