@@ -136,6 +136,8 @@ def local_address(host: str) -> Optional[str]:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
         return None
+    # IPv4 first: an IPv6 job address cannot narrow a fallback bind of 0.0.0.0 (it passes through)
+    infos.sort(key=lambda info: info[0] != socket.AF_INET)
     for family, _, _, _, sockaddr in infos:
         candidate = sockaddr[0]
         with socket.socket(family, socket.SOCK_STREAM) as probe:
