@@ -16,7 +16,8 @@ binary: npurun ships as pure Python (one wheel for every platform), and the sour
 anyone can read. Without a compiler nothing is narrowed and exposure.py's warning stays.
 
 An LD_PRELOAD only takes effect at exec: `npurun launch` sets it for each task it starts, `npurun
-run` / `npurun train` under a cluster re-exec themselves once with it (see `reexec_if_needed`);
+run` / `npurun train` under a cluster re-exec themselves once with it (`reexec_if_needed`, called
+by cluster.narrow_binds);
 a plain `python train.py` cannot be narrowed after it started.
 """
 from __future__ import annotations
@@ -69,8 +70,11 @@ def library_path(build: bool = True) -> Optional[str]:
         if stat.S_IMODE(info.st_mode) & 0o077:
             os.chmod(folder, 0o700)
         safe_files.refuse_link(path, "the bind-narrowing library")
-        if os.path.isfile(path):
-            return path
+        if os.path.lexists(path):
+            found = os.lstat(path)
+            if stat.S_ISREG(found.st_mode) and found.st_uid == os.getuid() and not found.st_mode & 0o022:
+                return path
+            return None  # not ours to load (someone else's, writable by others): no narrowing, the warning stays
     except OSError:
         return None
     if not build:
@@ -183,18 +187,3 @@ def _original_argv() -> list[str]:
         orig = getattr(sys, "orig_argv", None)
         return list(orig[1:]) if orig else list(sys.argv)
 
-
-def cluster_task_host() -> Optional[str]:
-    """The host part of this task's address in the cluster (TF_CONFIG, rank table, cluster manager),
-    or None when the process has no peers."""
-    from . import cluster
-
-    layout = cluster.read_layout()
-    if not cluster.is_distributed(layout):
-        return None
-    return layout.address.rsplit(":", 1)[0]
-
-
-def reexec_under_cluster() -> None:
-    """`npurun run` / `npurun train`: narrow this task's servers when it runs under a cluster."""
-    reexec_if_needed(cluster_task_host)

@@ -6,9 +6,9 @@ import sys
 
 
 def cmd_run(args) -> int:
-    from ..distribute.bind_narrow import reexec_under_cluster
+    from ..distribute.cluster import narrow_binds
 
-    reexec_under_cluster()  # before TensorFlow is imported: the servers bind the task's address only
+    narrow_binds()  # before TensorFlow is imported: the servers bind the task's address only
     from .run import run_module, run_script
 
     if args.module:
