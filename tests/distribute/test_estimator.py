@@ -51,3 +51,9 @@ def test_estimator_two_ranks_through_the_launcher(tmp_path):
     for got, want in zip(reports[0]["final"], expected):
         np.testing.assert_allclose(np.array(got, np.float32), np.array(want, np.float32), rtol=1e-5, atol=1e-6)
     assert reports[0]["final"] != reports[0]["initial"]
+    # the launcher's bind narrowing: each rank's servers listen on 127.0.0.1 only, none on a wildcard
+    for report in reports:
+        assert report["listening"], report
+        for address in report["listening"]:
+            assert address.rpartition(":")[0] in ("127.0.0.1", "::ffff:127.0.0.1"), report["listening"]
+    assert "listen beyond loopback" not in err

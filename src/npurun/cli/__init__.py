@@ -130,6 +130,9 @@ def _prepare_tensorflow(config) -> None:
 
 
 def cmd_train(args) -> int:
+    from ..distribute.cluster import narrow_binds
+
+    narrow_binds()  # before TensorFlow is imported: the servers bind the task's address only
     config = _build_config_or_exit(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     # TensorFlow first, without its start-up chatter (the modules below import it)

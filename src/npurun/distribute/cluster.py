@@ -157,6 +157,18 @@ def is_distributed(layout: Optional[Layout] = None) -> bool:
     return layout.rank_size > 1 or bool(layout.cluster.get("ps"))
 
 
+def narrow_binds() -> None:
+    """`npurun run` / `npurun train`, before TensorFlow is imported: under a cluster, re-exec once with
+    bind_narrow's preload so this task's servers listen on its own address only (see bind_narrow.py)."""
+    from . import bind_narrow
+
+    def task_host():
+        layout = read_layout()
+        return layout.address.rsplit(":", 1)[0] if is_distributed(layout) else None
+
+    bind_narrow.reexec_if_needed(task_host)
+
+
 # ---- the server and the session config -----------------------------------------------------------
 _server = None
 _server_layout: Optional[Layout] = None

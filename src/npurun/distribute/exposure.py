@@ -11,9 +11,11 @@ What TensorFlow allows (read in TensorFlow's source, checked on 2.21 with `ss -l
   `WorkerConfig.worker_address` is only the address the worker advertises to the dispatcher.
 - Neither server authenticates its callers: whoever reaches the port can run any op in the process.
 
-So npurun cannot make these servers loopback-only. It checks where each one really listens (from
+TensorFlow itself cannot be told; bind_narrow.py's LD_PRELOAD shim narrows the wildcard binds to the
+task's address when npurun starts the process (`npurun launch`, `npurun run` / `npurun train` under a
+cluster). npurun checks where each one really listens (from
 /proc/net/tcp and /proc/net/tcp6, so the warning never overstates or understates) and the job's
-rank 0 prints one warning line when any of them is reachable beyond loopback. Setting
+rank 0 prints one warning line when any of them is reachable beyond loopback and the task's own address. Setting
 `NPURUN_EXPOSED_SERVERS_OK=1` (the network is private: a firewall, a Kubernetes NetworkPolicy, an
 isolated fabric) silences it. docs/distributed.md, "Security", says what is exposed and to whom.
 """
@@ -80,24 +82,41 @@ def describe(addresses: Iterable[str]) -> str:
     return ", ".join(shown)
 
 
+def job_addresses() -> tuple[str, ...]:
+    """The job's own address as the kernel shows it (plain and v4-mapped) when this process's binds
+    are narrowed to it (bind_narrow's preload is loaded and active); () otherwise."""
+    from . import bind_narrow
+
+    address = os.environ.get(bind_narrow.ADDRESS_ENV, "").strip()
+    if not address or not bind_narrow.active():
+        return ()
+    return (address, "::ffff:" + address) if ":" not in address else (address,)
+
+
 def exposed(ports: Iterable[int], proc_net: str = "/proc/net") -> list[tuple[int, str]]:
-    """(port, where) of each port listening beyond loopback; a port whose sockets cannot be read
-    counts as exposed on every interface (TensorFlow's behaviour), never as loopback-only."""
+    """(port, where) of each port listening beyond loopback and the job's own address; a port whose
+    sockets cannot be read counts as exposed on every interface (TensorFlow's behaviour)."""
     result = []
+    own = job_addresses()
+
+    def fine(address):
+        return is_loopback(address) or address in own
+
     for port in ports:
         addresses = listening_addresses(port, proc_net)
         if addresses is None or not addresses:
             result.append((port, "every interface (as TensorFlow binds; not verified here)"))
-        elif not all(is_loopback(a) for a in addresses):
-            result.append((port, describe(a for a in addresses if not is_loopback(a))))
+        elif not all(fine(a) for a in addresses):
+            result.append((port, describe(a for a in addresses if not fine(a))))
     return result
 
 
 def warning_text(what: str, found: list[tuple[int, str]]) -> str:
     where = "; ".join(f"port {port} on {place}" for port, place in found)
     return (f"{what} listen beyond loopback ({where}) without authentication: anyone who can reach these ports "
-            f"can run operations in the job's processes. TensorFlow cannot bind them to one address; keep the job "
-            f"on a private network or firewall the ports (docs/distributed.md, Security; {ACK_ENV}=1 silences this)")
+            f"can run operations in the job's processes. `npurun launch` and `npurun run` bind them to the task's "
+            f"address only (with a C compiler, cc or gcc; not a plain `python script.py`, not with NPURUN_BIND_ANY=1); "
+            f"else keep the job on a private network or firewall the ports (docs/distributed.md, Security; {ACK_ENV}=1 silences this)")
 
 
 def warn_if_exposed(what: str, ports: Iterable[int], speaker: bool = True) -> Optional[str]:

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from .. import logs
+from . import bind_narrow
 
 DEFAULT_BASE_PORT = 29600
 PREEMPTED_STATUSES = (128 + signal.SIGTERM, 128 + signal.SIGINT)  # an orderly stop (see the module rules)
@@ -247,6 +248,9 @@ class Launch:
             env.update(self.extra_env)
             env.update(task.env)
             env["NPURUN_LAUNCHED"] = "1"
+            address = bind_narrow.local_address(task.host)
+            if address is not None:
+                bind_narrow.preload_env(address, env)  # its servers bind the task's address, not every interface
             env.setdefault("PYTHONUNBUFFERED", "1")  # lines reach the prefixer as they are printed
             env.setdefault("TF_CPP_MIN_LOG_LEVEL", str(min_level))
             proc = subprocess.Popen(self.command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -6,6 +6,9 @@ import sys
 
 
 def cmd_run(args) -> int:
+    from ..distribute.cluster import narrow_binds
+
+    narrow_binds()  # before TensorFlow is imported: the servers bind the task's address only
     from .run import run_module, run_script
 
     if args.module:

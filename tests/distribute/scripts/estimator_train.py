@@ -5,7 +5,8 @@ a common Ascend layout), or MODEL_DIR on every rank when given. Each rank reads 
 (`dataset.shard(get_rank_size(), get_rank_id())`), batches GLOBAL_BATCH / rank size, starts from
 its own initialisation (initializer seed 1 + 100 * rank) and minimises with
 NPUDistributedOptimizer. A hook records the weights when the session starts (before the automatic
-broadcast hook, which runs after user hooks) and when training ends.
+broadcast hook, which runs after user hooks) and when training ends, and the report lists the
+rank's own listening sockets after training (scripts/listening.py).
 """
 import json
 import os
@@ -60,6 +61,9 @@ config = NPURunConfig(model_dir=model_dir, iterations_per_loop=loop,
                       save_checkpoints_steps=loop * 2, log_step_count_steps=None)
 NPUEstimator(model_fn, config=config).train(input_fn, steps=steps, hooks=[record])
 record.report["is_chief"] = config.is_chief
+from listening import own_listening  # noqa: E402  (this folder: the script's own)
+
+record.report["listening"] = own_listening()  # the rank's servers are still up
 with open(os.path.join(out, f"rank{rank}.json"), "w") as handle:
     json.dump(record.report, handle)
 print(f"rank {rank} done", flush=True)
