@@ -408,7 +408,7 @@ it is.
 ### A third draw of real TensorFlow2 scripts (seed 2030)
 
 The same 81 folders less those named anywhere in this document (48 left), `random.Random(2030).sample(sorted(remaining), 8)`,
-run in that order the same way (copied outside the repository, data faked in the format read, shrunk by flags only,
+tried in that order where time allowed (the two reading a tfds dataset were left for last), the same way (copied outside the repository, data faked in the format read, shrunk by flags only,
 `npurun check script.py -- FLAGS` first, then `npurun run` with a 300 s limit on the 2 shared cores). A folder named
 by a file (`GAN_ID2351_for_TensorFlow2.X/tf_v2_03_WGAN.py`) was run from its whole folder. This draw had about
 25 minutes in all: 6 were run, 2 (gradient_centralization, learnable_resizer: both read a tfds dataset) were not.
