@@ -29,7 +29,7 @@ LAYERS = (
     ("tf_estimator", "estimator_api"),
     ("adapter",),
     ("tools", "compat"),
-    ("cli", ""),  # "": the package's own __init__ (its public names, loaded lazily)
+    ("cli", "", "__main__"),  # "": the package's own __init__ (its public names, loaded lazily); __main__: `python -m npurun`
 )
 RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}
 CLI_RANK = RANK["cli"]

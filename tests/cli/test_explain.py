@@ -89,8 +89,10 @@ def test_explain_table_marks_what_you_set(capsys):
     assert "precision_mode" not in out
 
 
-def test_console_script_help_teaches():
-    out = subprocess.run([sys.executable, "-m", "npurun.cli", "--help"], capture_output=True, text=True,
+@pytest.mark.parametrize("module", ["npurun.cli", "npurun"])
+def test_console_script_help_teaches(module):
+    # `python -m npurun` is the command too (people type it when the console script is not on PATH)
+    out = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True,
                          check=True).stdout
     assert "--set" in out and "explain" in out and "train" in out and "examples:" in out
 
