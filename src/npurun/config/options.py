@@ -188,10 +188,13 @@ _OPTIONS = (
            rule=f"an int or numeric string of bytes (or a product, '21*1024*1024*1024') in [0, {MEMORY_LIMIT}]; None means 5 GB",
            doc="Variable memory limit.",
            mechanism="added to graph_memory_max_size for the GPU memory cap"),
+    # '' is "no tuning", as on Ascend: the launch scripts export FLAG_AUTOTUNE="" and their scripts pass
+    # os.getenv("FLAG_AUTOTUNE") to the session config's auto_tune_mode (5 ModelZoo folders).
     Option("auto_tune_mode", None,
-           parsed(lambda v: parsers.parse_comma_list(v, allowed=("GA", "RL")), "a comma list of GA, RL"),
+           parsed(lambda v: () if v == "" else parsers.parse_comma_list(v, allowed=("GA", "RL")),
+                  "a comma list of GA, RL, or '' (no tuning)"),
            EFFECT, codec=_s("auto_tune_mode"), gpu_only=True,
-           rule="a comma list of GA, RL, or None",
+           rule="a comma list of GA, RL, '' (no tuning), or None",
            doc="Kernel auto-tuning.",
            mechanism="GPU: cuDNN autotuning and XLA --xla_gpu_autotune_level=4"),
     Option("stream_max_parallel_num", None,

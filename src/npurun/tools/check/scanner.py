@@ -401,6 +401,8 @@ class ModuleScanner(ast.NodeVisitor):
             return
         if self._project is not None and os.path.isdir(os.path.join(self._project.root, top)):
             return  # a directory next to the script without __init__.py: a namespace package Python imports
+        if top in _world_modules():
+            return  # npurun's TF1 world provides it under `npurun run` (`tfdeterminism`)
         if (self._project is not None and self._project.changes_sys_path()
                 and not any(scanner.adds_outside_path for scanner in self._project.scanners.values())):
             # The scripts add to sys.path (`sys.path.insert(0, osp.join(root_dir, 'lib'))`): look for it in the
@@ -742,3 +744,10 @@ class ModuleScanner(ast.NodeVisitor):
             if finding is not None:
                 self.add(finding)
         self.generic_visit(node)
+
+
+def _world_modules():
+    """Top-level modules other than tensorflow that npurun's TF1 world provides to a script under `npurun run`."""
+    from ...tf1 import world
+
+    return {name.split(".")[0] for name in world._EXTRA_MODULES if not name.startswith("tensorflow")}
