@@ -52,14 +52,14 @@ class _LossRelativeChangeHook(_v1.train.SessionRunHook):
         self._prev_loss = loss
 
 
-def _inputs(features, feature_columns):
+def _parse_features_if_necessary(features, feature_columns):
     """The [batch, dim] input points: the features tensor, or a dict's columns through `feature_columns`
     (tf.compat.v1.feature_column.input_layer) or concatenated when no columns are given."""
     if isinstance(features, dict):
         if feature_columns:
             with feature_column_quiet():
                 return _v1.feature_column.input_layer(features, list(feature_columns))
-        return tf.concat([tf.cast(features[key], tf.float32) for key in sorted(features)], axis=1)
+        return tf.concat([tf.convert_to_tensor(features[key]) for key in sorted(features)], axis=1)
     if feature_columns:
         raise ValueError("feature_columns need the features as a dict of tensors; got a single tensor")
     return tf.convert_to_tensor(features)
@@ -103,6 +103,7 @@ class KMeansClustering(_Estimator):
         def model_fn(features, mode, config):
             return _model_fn(features, mode, config, **settings)
 
+        self._distance_metric = distance_metric
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config)
 
     def cluster_centers(self):
@@ -120,15 +121,18 @@ class KMeansClustering(_Estimator):
         return self.evaluate(input_fn=input_fn, steps=1)[self.SCORE]
 
     def transform(self, input_fn):
-        """Yields each input point's distance to every center (squared Euclidean distances, or cosine
-        distances)."""
+        """Yields each input point's distance to every center: the Euclidean distance (the square root of the
+        ALL_DISTANCES prediction) for SQUARED_EUCLIDEAN_DISTANCE, the cosine distance for COSINE_DISTANCE."""
         for distances in self.predict(input_fn=input_fn, predict_keys=[self.ALL_DISTANCES]):
-            yield distances[self.ALL_DISTANCES]
+            distances = distances[self.ALL_DISTANCES]
+            if self._distance_metric == self.SQUARED_EUCLIDEAN_DISTANCE:
+                distances = np.sqrt(np.maximum(distances, 0))
+            yield distances
 
 
 def _model_fn(features, mode, config, num_clusters, initial_clusters, distance_metric, seed, use_mini_batch,
               mini_batch_steps_per_iteration, kmeans_plus_plus_num_retries, relative_tolerance, feature_columns):
-    inputs = _inputs(features, feature_columns)
+    inputs = _parse_features_if_necessary(features, feature_columns)
     if isinstance(initial_clusters, np.ndarray):
         initial_clusters = tf.constant(initial_clusters)
     (all_distances, model_predictions, losses, is_initialized, init_op,
