@@ -9,7 +9,7 @@ from ..estimator.experimental import (InMemoryEvaluatorHook, build_raw_supervise
 from .canned.logit_fns import dnn_logit_fn_builder, linear_logit_fn_builder  # noqa: F401
 from .canned.sdca import LinearSDCA  # noqa: F401
 
-__all__ = ["InMemoryEvaluatorHook", "KMeans", "LinearSDCA", "build_raw_supervised_input_receiver_fn", "call_logit_fn",
+__all__ = ["InMemoryEvaluatorHook", "KMeans", "LinearSDCA", "RNNClassifier", "RNNEstimator", "build_raw_supervised_input_receiver_fn", "call_logit_fn",
            "make_early_stopping_hook", "make_stop_at_checkpoint_step_hook", "stop_if_higher_hook",
            "stop_if_lower_hook", "stop_if_no_decrease_hook", "stop_if_no_increase_hook", "dnn_logit_fn_builder",
            "linear_logit_fn_builder"]
@@ -21,4 +21,9 @@ def __getattr__(name):
 
         globals()[name] = KMeansClustering
         return KMeansClustering
+    if name in ("RNNClassifier", "RNNEstimator"):
+        from .canned import rnn
+
+        globals()[name] = getattr(rnn, name)
+        return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
