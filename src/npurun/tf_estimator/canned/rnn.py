@@ -1,5 +1,5 @@
 """`tf.estimator.experimental.RNNClassifier` and `RNNEstimator`: tf.estimator 2.15's signatures and defaults
-(`units=None`, `cell_type='simple_rnn'`, `optimizer='Adagrad'` at 0.001... as the other premade estimators;
+(`units=None`, `cell_type=USE_DEFAULT` ('simple_rnn'), `optimizer='Adagrad'` as the other premade estimators;
 `rnn_cell_fn` or `units` + `cell_type` 'simple_rnn' / 'lstm' / 'gru'), built on tf-keras: the sequence
 feature columns go through `tf_keras.experimental.SequenceFeatures`, context columns through `DenseFeatures`
 (tiled over time and concatenated), then `tf_keras.layers.RNN` over the cells (masked by the sequence lengths)
@@ -15,6 +15,7 @@ from . import optimizers
 from ._common import binary_or_multi_class_head, check_features, estimator_base, feature_column_quiet
 
 _CELL_TYPES = ("simple_rnn", "lstm", "gru")
+USE_DEFAULT = "default"  # tf.estimator's cell_type default: 'simple_rnn' unless rnn_cell_fn is given
 
 
 def _keras():
@@ -25,12 +26,14 @@ def _keras():
 
 def _cell_factory(rnn_cell_fn, units, cell_type):
     if rnn_cell_fn is not None:
-        if units is not None or cell_type != "simple_rnn":
+        if units is not None or cell_type != USE_DEFAULT:
             raise ValueError("units and cell_type must not be specified when using rnn_cell_fn")
         return rnn_cell_fn
     if not units:
         raise ValueError("units must be given (a list of cell sizes) when rnn_cell_fn is not")
     keras = _keras()
+    if cell_type == USE_DEFAULT:
+        cell_type = "simple_rnn"
     if callable(cell_type) and not isinstance(cell_type, str):
         cell_class = cell_type
     elif cell_type in _CELL_TYPES:
@@ -96,7 +99,7 @@ class RNNEstimator(_Estimator):
     (`tf.estimator.experimental.RNNEstimator`)."""
 
     def __init__(self, head, sequence_feature_columns, context_feature_columns=None, units=None,
-                 cell_type="simple_rnn", rnn_cell_fn=None, return_sequences=False, model_dir=None,
+                 cell_type=USE_DEFAULT, rnn_cell_fn=None, return_sequences=False, model_dir=None,
                  optimizer="Adagrad", config=None):
         _check(sequence_feature_columns, return_sequences)
         make_cell = _cell_factory(rnn_cell_fn, units, cell_type)
@@ -108,7 +111,7 @@ class RNNEstimator(_Estimator):
 class RNNClassifier(RNNEstimator):
     """A recurrent-network classifier over sequence features (`tf.estimator.experimental.RNNClassifier`)."""
 
-    def __init__(self, sequence_feature_columns, context_feature_columns=None, units=None, cell_type="simple_rnn",
+    def __init__(self, sequence_feature_columns, context_feature_columns=None, units=None, cell_type=USE_DEFAULT,
                  rnn_cell_fn=None, return_sequences=False, model_dir=None, n_classes=2, weight_column=None,
                  label_vocabulary=None, optimizer="Adagrad", loss_reduction=SUM_OVER_BATCH_SIZE,
                  sequence_mask="sequence_mask", config=None):

@@ -87,3 +87,32 @@ def test_logit_fn_builders_in_a_custom_model_fn(active, tmp_path):
             "linear/linear_model/x/weights", "linear/linear_model/bias_weights"} <= names
     with pytest.raises(ValueError, match="units must be an int"):
         experimental.dnn_logit_fn_builder(1.5, (4,), columns, tf.nn.relu, None, None, False)
+
+
+def _sequences():
+    tokens = tf.sparse.from_dense(tf.constant([[1., 2., 3.], [3., 2., 0.], [0.5, 0., 0.], [2., 2., 2.]]))
+    return tf.data.Dataset.from_tensors(({"tokens": tokens}, tf.constant([[1], [0], [0], [1]]))).repeat(8)
+
+
+def test_rnn_classifier_trains_evaluates_predicts(active, tmp_path):
+    column = tf.feature_column.sequence_numeric_column("tokens")
+    classifier = tf.estimator.experimental.RNNClassifier(sequence_feature_columns=[column], units=[3],
+                                                         cell_type="gru", model_dir=str(tmp_path / "rnn"))
+    classifier.train(_sequences, steps=2)
+    metrics = classifier.evaluate(_sequences, steps=1)
+    assert metrics["global_step"] == 2 and 0. <= metrics["accuracy"] <= 1.
+    prediction = next(classifier.predict(_sequences))
+    assert prediction["probabilities"].shape == (2,)
+    assert {"rnn/gru_cell/kernel", "rnn/gru_cell/recurrent_kernel", "logits/kernel"} <= set(
+        classifier.get_variable_names())
+
+
+def test_rnn_refusals_name_why(active):
+    column = tf.feature_column.sequence_numeric_column("tokens")
+    experimental = tf.estimator.experimental
+    with pytest.raises(NotImplementedError, match="return_sequences=True"):
+        experimental.RNNClassifier([column], units=[2], return_sequences=True)
+    with pytest.raises(ValueError, match="units and cell_type must not be specified"):
+        experimental.RNNClassifier([column], units=[2], rnn_cell_fn=lambda: None)
+    with pytest.raises(ValueError, match="cell_type must be one of"):
+        experimental.RNNClassifier([column], units=[2], cell_type="transformer")
