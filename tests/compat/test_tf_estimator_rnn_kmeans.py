@@ -116,3 +116,14 @@ def test_rnn_refusals_name_why(active):
         experimental.RNNClassifier([column], units=[2], rnn_cell_fn=lambda: None)
     with pytest.raises(ValueError, match="cell_type must be one of"):
         experimental.RNNClassifier([column], units=[2], cell_type="transformer")
+
+
+def test_rnn_with_a_static_batch_size_of_one(active, tmp_path):
+    """A batch whose size is known in the graph (here 1): the masked state keeps its shape in Keras's loop."""
+    def one_sequence():
+        tokens = tf.sparse.from_dense(tf.constant([[1., 2., 3.]]))
+        return tf.data.Dataset.from_tensors(({"tokens": tokens}, tf.constant([[1]]))).repeat(4)
+    column = tf.feature_column.sequence_numeric_column("tokens")
+    classifier = tf.estimator.experimental.RNNClassifier([column], units=[2], model_dir=str(tmp_path / "one"))
+    classifier.train(one_sequence, steps=1)
+    assert classifier.get_variable_value("global_step") == 1

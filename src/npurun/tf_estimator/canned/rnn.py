@@ -60,6 +60,9 @@ def _rnn_logits(features, mode, logits_dimension, sequence_feature_columns, cont
             tiled = tf.tile(tf.expand_dims(context, 1), [1, steps, 1])
             sequence_input = tf.concat([sequence_input, tiled], axis=2)
     mask = tf.sequence_mask(sequence_length, maxlen=tf.shape(sequence_input)[1])
+    # the lengths' batch size is not static; without the input's, the masked state's shape changes inside Keras's
+    # while_loop when the batch size is known (a ValueError naming `rnn/zeros_like`)
+    mask.set_shape(sequence_input.shape[:2])
     rnn_layer = keras.layers.RNN(make_cell(), name="rnn")
     outputs = rnn_layer(sequence_input, mask=mask, training=training)
     logits_layer = keras.layers.Dense(logits_dimension, name="logits")
