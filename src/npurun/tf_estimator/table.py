@@ -54,7 +54,11 @@ TF_ESTIMATOR = {
                                                    "stop_if_no_decrease_hook, stop_if_no_increase_hook, "
                                                    "make_early_stopping_hook, make_stop_at_checkpoint_step_hook, "
                                                    "build_raw_supervised_input_receiver_fn, call_logit_fn, "
-                                                   "LinearSDCA (SDCA training of LinearClassifier/Regressor)"),
+                                                   "LinearSDCA (SDCA training of LinearClassifier/Regressor), "
+                                                   "RNNClassifier, RNNEstimator (tf-keras RNNs over sequence "
+                                                   "feature columns; return_sequences=True refused); "
+                                                   "tf.compat.v1's KMeans (k-means on TensorFlow's clustering "
+                                                   "ops), dnn_logit_fn_builder, linear_logit_fn_builder"),
     "tpu": Mapped("npurun.tf1.contrib.tpu", "TPUEstimator, TPUEstimatorSpec, RunConfig, TPUConfig, "
                                                "InputPipelineConfig run with use_tpu=False, as tf.contrib.tpu's"),
     "inputs": Mapped("npurun.tf_estimator:inputs",
