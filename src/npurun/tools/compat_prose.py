@@ -611,10 +611,10 @@ Rule: as the seed-2026 sample (model folders under `TensorFlow/` with a `.py` im
 folders 5 path parts deep and others 4, minus those named in this page): 398 folders; `random.Random(2028).sample(
 sorted(remaining), 24)`, in three parts of 8 in draw order; this is part A, the first 8. Run as the earlier samples
 (entry and flags from the README and launch scripts, tiny faked data, `npurun run` from an unmodified copy, 300 s
-limit, pip dependencies in a `--target` folder on PYTHONPATH). Of the 8, 5 were run in this session's time and 3 were
-not run: of the 5, 2 complete as shipped, 2 fail outside npurun and 1 hit the 300 s limit (not counted as a
-completion); no npurun gap was found, so none was fixed. Counted over the 5 run: 4 of 5 (80%) complete or fail only
-outside npurun; over the 8: 4 of 8, the 3 not run and the timeout being open.
+limit, pip dependencies in a `--target` folder on PYTHONPATH). Of the 8, 6 were run in this session's time and 2 were
+not run: of the 6, 3 complete as shipped, 2 fail outside npurun and 1 hit the 300 s limit (not counted as a
+completion); no npurun gap was found, so none was fixed. Counted over the 6 run: 5 of 6 (83%) complete or fail only
+outside npurun; over the 8: 5 of 8, the 2 not run and the timeout being open.
 
 | folder | entry + flags / data | outcome |
 |---|---|---|
@@ -625,12 +625,15 @@ outside npurun; over the 8: 4 of 8, the 3 not run and the timeout being open.
 | contrib/cv BISIMULATION_ID2029 | `compute_metric.py --base_dir=... --grid_file=configs/mirrored_rooms.grid --gin_files=configs/mirrored_rooms.gin` (its launch script; no data: the grid file ships). Its argparse refuses `--gin_bindings`, so `configs/mirrored_rooms.gin` edited: `num_iterations` 240000 -> 4, `batch_size` 128 -> 8 | 300 s limit hit: exact and sampled bisimulation statistics computed, the 4 learned-metric iterations run ("Iteration: 3", metric difference printed), stopped after them (98 s CPU in 300 s wall on the loaded machine); not re-run with a longer limit. gin-config (pip). Its `os.system('./init.bash')` prints "Permission denied" (the file is not executable in the repository), as on Ascend |
 | contrib/cv AmoebaNet-D_ID2073 | - | not run in this session's time |
 | built-in/nlp BiLSTM_CRF_ID0125 | - | not run in this session's time |
-| built-in/cv SqueezeNext_ID0513 | - | not run in this session's time |
+| built-in/cv SqueezeNext_ID0513 | `train.py --model_dir ... --configuration v_1_0_SqNxt_23 --num_examples_per_epoch 4 --batch_size 2 --num_epochs 1 --num_eval_examples 2 --training_file_pattern .../train-* --validation_file_pattern .../validation-*` with the folder, `configs`, `tensorflow_extentions` and `utils` on PYTHONPATH as its `test/train_performance_1p.sh` sets it (its `configs/__init__.py` imports the config modules by bare name; ImageNet TFRecords of 8 images faked, the HRNet ones) | completes (NPUEstimator: checkpoints model.ckpt-0 and model.ckpt-2, exit status 0; 67 s wall) |
 
 `npurun check` before each run, against its first real error: ADDA: "2 will raise", naming its first error (`tflearn`
 not installed); with tflearn 0.3 installed, "1 will raise" on `tf.contrib.training.FeedingQueueRunner` in
 `adda/data/dataset.py`, while the run stopped first inside tflearn's own source (`contrib.rnn.python`), which check
 does not scan as the script's code, so it missed that first error (one outside npurun). sn-patchgan: "5 will raise"
 (neuralgym and cv2 not installed), its first error. DeepLabv3+out, HRNet and BISIMULATION: "0 will raise"; the two
-that complete raise nothing, no false alarm; BISIMULATION raised nothing before its limit.
+that complete raise nothing, no false alarm; BISIMULATION raised nothing before its limit. SqueezeNext: "7 will
+raise" (`tools`, `stats`, `fine_tune`, `grouped_convolution` not installed) when run without its launch script's
+PYTHONPATH, where the run stopped first on the config module `v_1_0_SqNxt_23` (imported by a computed name, which
+check does not follow); with that PYTHONPATH "0 will raise", and it completes.
 """
