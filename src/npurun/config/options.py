@@ -325,6 +325,12 @@ _OPTIONS = (
            rule="path of an ini file of OpType=high_precision|high_performance; wins over op_select_implmode",
            doc="Per-op-type precision choice.",
            mechanism="high_precision op types stay fp32 under low-precision modes"),
+    Option("customize_dtypes", None, existing_file(what="file of OpType::/OpName:: InputDtype/OutputDtype lines"),
+           NO_EFFECT, codec=_s("customize_dtypes"),
+           rule="path of an existing file of per-op dtype lines, or None",
+           doc="Per-operator input/output dtypes for the Ascend graph engine.",
+           mechanism="the file is read only by the Ascend graph engine (CANN), which TensorFlow here does not "
+                     "have; op dtypes follow precision_mode"),
     Option("device_type", "default", anything(), NOT_SUPPORTED, nullable=False, codec=_s("device_type"),
            rule="any value", doc="Not supported in the current version (product document).", mechanism="none"),
     Option("hccl_timeout", None, integer(lo=1, hi=TIMEOUT_SECONDS_MAX, why="its milliseconds must fit an int64"), EFFECT, codec=_i("hccl_timeout"),
