@@ -17,7 +17,7 @@ from .profiling import ProfilingConfig
 from .table import Kind, Nested, OneDnnDependence, Option, Scalar
 from .xla_advice import CPU_CONV_LOOP_SLOWDOWN
 from .validators import (anything, boolean, choice, converted, directory, existing_file, instance_of, integer,
-                         number, parsed)
+                         number, parsed, text)
 
 EFFECT, NO_EFFECT, NOT_SUPPORTED = Kind.EFFECT, Kind.NO_EFFECT, Kind.NOT_SUPPORTED
 
@@ -325,9 +325,8 @@ _OPTIONS = (
            rule="path of an ini file of OpType=high_precision|high_performance; wins over op_select_implmode",
            doc="Per-op-type precision choice.",
            mechanism="high_precision op types stay fp32 under low-precision modes"),
-    Option("customize_dtypes", None, existing_file(what="file of OpType::/OpName:: InputDtype/OutputDtype lines"),
-           NO_EFFECT, codec=_s("customize_dtypes"),
-           rule="path of an existing file of per-op dtype lines, or None",
+    Option("customize_dtypes", None, text(path=True), NO_EFFECT, codec=_s("customize_dtypes"),
+           rule="a path (of a file of per-op dtype lines) or None; not opened here, so it need not exist",
            doc="Per-operator input/output dtypes for the Ascend graph engine.",
            mechanism="the file is read only by the Ascend graph engine (CANN), which TensorFlow here does not "
                      "have; op dtypes follow precision_mode"),
