@@ -52,3 +52,37 @@ def test_customize_dtypes_in_the_parameter_map_need_not_exist(tmp_path):
 def test_customize_dtypes_refuses_a_non_path():
     with pytest.raises(TypeError, match="customize_dtypes"):
         NPURunConfig(precision_mode="allow_mix_precision", customize_dtypes=1)
+
+
+# ResNet50_OSME_ID1257's model_resnet50_with_OSME.py (13 folders import a Keras 2 application module by its
+# file name): standalone Keras 2's `keras.applications.resnet50`, a tiny head on it, compiled on the NPU session.
+KERAS_APPLICATION_SCRIPT = '''\
+from npu_bridge.npu_init import *
+import tensorflow as tf
+from tensorflow.python.keras import backend as K
+from keras.applications.resnet50 import ResNet50, preprocess_input
+from keras.models import Model
+from keras.layers import Input, Dense, GlobalAveragePooling2D
+
+sess_config = tf.ConfigProto()
+custom_op = sess_config.graph_options.rewrite_options.custom_optimizers.add()
+custom_op.name = "NpuOptimizer"
+custom_op.parameter_map["use_off_line"].b = True
+sess = tf.Session(config=sess_config)
+K.set_session(sess)
+
+input_tensor = Input(shape=(32, 32, 3))
+base_model = ResNet50(weights=None, include_top=False, input_tensor=input_tensor)
+prediction = Dense(3, activation="softmax")(GlobalAveragePooling2D()(base_model.output))
+model = Model(inputs=base_model.input, outputs=prediction)
+print("application", ResNet50.__name__, callable(preprocess_input), model.output_shape)
+'''
+
+
+def test_keras2_application_module_by_file_name(tmp_path):
+    from .conftest import run_compat
+
+    (tmp_path / "train.py").write_text(KERAS_APPLICATION_SCRIPT)
+    done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "application ResNet50 True (None, 3)" in done.stdout, done.stdout[-2000:]
