@@ -54,8 +54,8 @@ def test_customize_dtypes_refuses_a_non_path():
         NPURunConfig(precision_mode="allow_mix_precision", customize_dtypes=1)
 
 
-# ResNet50_OSME_ID1257's model_resnet50_with_OSME.py (13 folders import a Keras 2 application module by its
-# file name): standalone Keras 2's `keras.applications.resnet50`, a tiny head on it, compiled on the NPU session.
+# ResNet50_OSME_ID1257's model_resnet50_with_OSME.py (8 folders import it): standalone Keras 2's
+# `keras.applications.resnet50`, a tiny head on it, compiled on the NPU session.
 KERAS_APPLICATION_SCRIPT = '''\
 from npu_bridge.npu_init import *
 import tensorflow as tf
