@@ -116,6 +116,7 @@ CASES = {
                                                       (lambda f: f["bad_mixlist"], ValueError), (1, TypeError)]),
     "op_precision_mode": (None, lambda f: f["ini"], [(lambda f: f["bad_ini"], ValueError),
                                                      (lambda f: f["missing"], ValueError), (1, TypeError)]),
+    "customize_dtypes": (None, lambda f: f["missing"], [("", ValueError), (1, TypeError)]),
     "device_type": ("default", "npu", []),
     "hccl_timeout": (None, 600, [(0, ValueError), ("600", TypeError)]),
     "op_wait_timeout": (None, 120, [(0, ValueError), (1.5, TypeError)]),

@@ -17,7 +17,7 @@ from .profiling import ProfilingConfig
 from .table import Kind, Nested, OneDnnDependence, Option, Scalar
 from .xla_advice import CPU_CONV_LOOP_SLOWDOWN
 from .validators import (anything, boolean, choice, converted, directory, existing_file, instance_of, integer,
-                         number, parsed)
+                         number, parsed, text)
 
 EFFECT, NO_EFFECT, NOT_SUPPORTED = Kind.EFFECT, Kind.NO_EFFECT, Kind.NOT_SUPPORTED
 
@@ -328,6 +328,11 @@ _OPTIONS = (
            rule="path of an ini file of OpType=high_precision|high_performance; wins over op_select_implmode",
            doc="Per-op-type precision choice.",
            mechanism="high_precision op types stay fp32 under low-precision modes"),
+    Option("customize_dtypes", None, text(path=True), NO_EFFECT, codec=_s("customize_dtypes"),
+           rule="a path (of a file of per-op dtype lines) or None; not opened here, so it need not exist",
+           doc="Per-operator input/output dtypes for the Ascend graph engine.",
+           mechanism="the file is read only by the Ascend graph engine (CANN), which TensorFlow here does not "
+                     "have; op dtypes follow precision_mode"),
     Option("device_type", "default", anything(), NOT_SUPPORTED, nullable=False, codec=_s("device_type"),
            rule="any value", doc="Not supported in the current version (product document).", mechanism="none"),
     Option("hccl_timeout", None, integer(lo=1, hi=TIMEOUT_SECONDS_MAX, why="its milliseconds must fit an int64"), EFFECT, codec=_i("hccl_timeout"),

@@ -372,6 +372,15 @@ def _standalone_keras(name, fromlist):
     try:
         module = importlib.import_module(target)
     except ModuleNotFoundError as missing:
+        # Keras 2.x's public modules tf-keras keeps only in its API tree (`keras.applications.resnet50`, whose
+        # code is tf-keras's `src.applications.resnet`): the API module of the same name.
+        public = "tf_keras" + name[len("keras"):]
+        try:
+            module = importlib.import_module(public) if name.startswith("keras.") else None
+        except ModuleNotFoundError:
+            module = None
+        if module is not None:
+            return module if fromlist else importlib.import_module("tf_keras.src")
         raise ModuleNotFoundError(
             f"No module named {name!r}: under npurun run a TensorFlow 1 or npu_device script's `keras` is tf-keras "
             f"(Keras 2, as with TensorFlow 1.15 / 2.x), which has no {target!r}", name=name) from missing
