@@ -430,8 +430,8 @@ by a file (`GAN_ID2351_for_TensorFlow2.X/tf_v2_03_WGAN.py`) was run from its who
 
 Of the 8, 6 were run: 2 train to the end and exit 0 (PointNet, WGAN), 1 stops at the time limit (zero_dce),
 3 stop outside npurun at a sha256-checked download with no network (deeplabv3_plus and siamese_network: ImageNet ResNet50
-weights; siamese_contrastive: mnist.npz); 2 were not run in the time this draw had. No npurun gap was found in the 6 run, so no fix and no
-`tests/compat/test_npu_device_sample_2030.py`. `npurun check`'s predictions agreed with the runs: 0 findings that
+weights; siamese_contrastive: mnist.npz); 2 were not run in the time this draw had. No npurun gap was found in the 6 run, so this draw added no fix and no
+test. `npurun check`'s predictions agreed with the runs: 0 findings that
 raise for zero_dce, WGAN, deeplabv3_plus and both siamese scripts, 1 for PointNet on a branch its flags do not take.
 
 `npurun explain --adapter npu_device` (or `npurun explain train.py` for a script that imports npu_device) shows
