@@ -115,6 +115,7 @@ TRAINING = {"HParams": Mapped("npurun.tf1.hparams:HParams"),
             "wait_for_new_checkpoint": Mapped("tensorflow.python.training.checkpoint_utils:wait_for_new_checkpoint")}
 
 OPT = {"LazyAdamOptimizer": Mapped("npurun.tf1.contrib.opt:LazyAdamOptimizer"),
+       **_from("npurun.tf1.contrib.scipy_optimizer", "ScipyOptimizerInterface", "ExternalOptimizerInterface"),
        "AdamWOptimizer": Unsupported("decoupled weight decay is not provided; add the decay to the loss or use "
                                      "an optimizer from the script"),
        "MovingAverageOptimizer": Unsupported("use tf.train.ExponentialMovingAverage and apply() it after the "
