@@ -58,18 +58,27 @@ def dnn_logits(features, mode, units, hidden_units, feature_columns, activation_
             with _v1.variable_scope("input_from_feature_columns"):
                 with feature_column_quiet():
                     net = _v1.feature_column.input_layer(features, list(feature_columns))
-            for layer_id, num_units in enumerate(hidden_units):
-                scope = f"hiddenlayer_{layer_id}"
-                net = _dense(net, num_units, activation_fn, scope)
-                if dropout is not None and training:
-                    net = tf.nn.dropout(net, rate=dropout)
-                if batch_norm:
-                    with _v1.variable_scope(scope):
-                        net = _batch_norm(net, f"batchnorm_{layer_id}", training, update_ops)
-                add_layer_summary(net, f"dnn/{scope}")
-            logits = _dense(net, units, None, "logits")
-            add_layer_summary(logits, "dnn/logits")
+            logits = hidden_layers_and_logits(net, units, hidden_units, activation_fn, dropout, batch_norm, training,
+                                              update_ops, summary_prefix="dnn/")
     return logits, variables, update_ops
+
+
+def hidden_layers_and_logits(net, units, hidden_units, activation_fn, dropout, batch_norm, training, update_ops,
+                             summary_prefix=""):
+    """The premade DNN's `hiddenlayer_<i>` stack (dropout and batch norm as configured) and its `logits` layer,
+    in the current variable scope; batch-norm moving-average updates are appended to `update_ops`."""
+    for layer_id, num_units in enumerate(hidden_units):
+        scope = f"hiddenlayer_{layer_id}"
+        net = _dense(net, num_units, activation_fn, scope)
+        if dropout is not None and training:
+            net = tf.nn.dropout(net, rate=dropout)
+        if batch_norm:
+            with _v1.variable_scope(scope):
+                net = _batch_norm(net, f"batchnorm_{layer_id}", training, update_ops)
+        add_layer_summary(net, f"{summary_prefix}{scope}")
+    logits = _dense(net, units, None, "logits")
+    add_layer_summary(logits, f"{summary_prefix}logits")
+    return logits
 
 
 def dnn_model_fn_v2(features, labels, mode, head, hidden_units, feature_columns, optimizer="Adagrad",

@@ -8,8 +8,8 @@ from __future__ import annotations
 import tensorflow as tf
 
 from ...estimator.spec import ModeKeys
-from ._common import add_layer_summary, feature_column_quiet
-from .dnn import _batch_norm, _dense
+from ._common import feature_column_quiet
+from .dnn import hidden_layers_and_logits
 
 _v1 = tf.compat.v1
 
@@ -28,19 +28,10 @@ def dnn_logit_fn_builder(units, hidden_units, feature_columns, activation_fn, dr
                                 partitioner=input_layer_partitioner):
             with feature_column_quiet():
                 net = _v1.feature_column.input_layer(features, list(feature_columns))
-        for layer_id, num_units in enumerate(hidden_units):
-            scope = f"hiddenlayer_{layer_id}"
-            net = _dense(net, num_units, activation_fn, scope)
-            if dropout is not None and training:
-                net = tf.nn.dropout(net, rate=dropout)
-            if batch_norm:
-                with _v1.variable_scope(scope):
-                    net = _batch_norm(net, f"batchnorm_{layer_id}", training, update_ops)
-            add_layer_summary(net, scope)
+        logits = hidden_layers_and_logits(net, units, hidden_units, activation_fn, dropout, batch_norm, training,
+                                          update_ops)
         for op in update_ops:
             _v1.add_to_collection(_v1.GraphKeys.UPDATE_OPS, op)
-        logits = _dense(net, units, None, "logits")
-        add_layer_summary(logits, "logits")
         return logits
 
     return dnn_logit_fn

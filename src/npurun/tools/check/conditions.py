@@ -170,13 +170,6 @@ def _constant_name(node, constants):
     return None
 
 
-def _flag_name(node, flags):
-    """`FLAGS.x` / `args.x` / `flags.FLAGS.x` / `opt.x` where x is a flag some module defines: x, else None."""
-    if isinstance(node, ast.Attribute) and node.attr in flags and isinstance(node.value, (ast.Name, ast.Attribute)):
-        return node.attr
-    return None
-
-
 _STRING_METHODS = {"lower": str.lower, "upper": str.upper, "strip": str.strip}
 
 

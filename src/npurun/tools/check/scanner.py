@@ -171,10 +171,13 @@ class ModuleScanner(ast.NodeVisitor):
             not_taken = next((text for text, taken in self._conditions if taken is False), None)
             if not_taken is not None:
                 guard = ("flag-only branch", not_taken)
-                how = ("the flags' defaults do not take: it raises only when the script is started so"
-                       if "--" in not_taken else "the environment npurun run gives it does not take: it raises only "
-                       "if the script is started with other values" if "under npurun run" in not_taken else
-                       "the module's constants do not take: it raises only if the script is edited so")
+                if "--" in not_taken:
+                    how = "the flags' defaults do not take: it raises only when the script is started so"
+                elif "under npurun run" in not_taken:
+                    how = ("the environment npurun run gives it does not take: it raises only if the script is "
+                           "started with other values")
+                else:
+                    how = "the module's constants do not take: it raises only if the script is edited so"
                 finding = replace(finding, status=f"{finding.status}, only if {not_taken}",
                                   detail=f"{finding.detail}; the line runs only if {not_taken}, which {how}",
                                   error=False)
