@@ -179,11 +179,4 @@ def reexec_if_needed(address_of_task) -> None:
 
 def _original_argv() -> list[str]:
     """This interpreter's command line after the executable (`-m npurun run ...` or a script)."""
-    try:
-        with open("/proc/self/cmdline", "rb") as handle:
-            parts = handle.read().split(b"\0")[:-1]
-        return [os.fsdecode(p) for p in parts[1:]]
-    except OSError:
-        orig = getattr(sys, "orig_argv", None)
-        return list(orig[1:]) if orig else list(sys.argv)
-
+    return list(sys.orig_argv[1:])  # Python 3.10+ (npurun's floor): the arguments as the interpreter got them
