@@ -361,6 +361,28 @@ def _with_moved_submodules(name, module, fromlist):
     return view
 
 
+def _keras2_layers_module(name, layers_package, module, fromlist):
+    """`from keras.layers.merge import add` / `from keras.layers.normalization import BatchNormalization`: Keras
+    2.x's layer modules (`merge`, `advanced_activations`, `normalization`, ... one level below `keras.layers`)
+    held layers that tf-keras keeps in other files (`layers.merging`, `layers.activation`, ...) or not in the
+    module of that name. Such a module is then a view of tf-keras's public `tf_keras.layers` (every layer and
+    the merge functions), with `module`'s own names first when tf-keras has one of that name. None when `name`
+    is not such a module or `module` gives every name asked for."""
+    parent, _, short = name.rpartition(".")
+    if parent != layers_package or not short or not fromlist:
+        return None
+    if module is not None and all(item == "*" or hasattr(module, item) for item in fromlist):
+        return None
+    public = importlib.import_module("tf_keras.layers")
+    if any(item != "*" and not hasattr(public, item) and not hasattr(module, item) for item in fromlist):
+        return None  # a name tf-keras has nowhere: the import fails as written
+    view = types.ModuleType(name, f"Keras 2.x's {name}: tf_keras.layers' layers")
+    view.__dict__.update({key: value for key, value in vars(public).items() if not key.startswith("_")})
+    if module is not None:
+        view.__dict__.update({key: value for key, value in vars(module).items() if not key.startswith("_")})
+    return view
+
+
 def _standalone_keras(name, fromlist):
     """`import keras` / `from keras.layers import Dense` in a TF 1 script: tf-keras's module (`tf_keras.src[.x]`).
 
@@ -372,6 +394,9 @@ def _standalone_keras(name, fromlist):
     try:
         module = importlib.import_module(target)
     except ModuleNotFoundError as missing:
+        layers = _keras2_layers_module(name, "keras.layers", None, fromlist)
+        if layers is not None:
+            return layers
         # Keras 2.x's public modules tf-keras keeps only in its API tree (`keras.applications.resnet50`, whose
         # code is tf-keras's `src.applications.resnet`): the API module of the same name.
         public = "tf_keras" + name[len("keras"):]
@@ -390,6 +415,9 @@ def _standalone_keras(name, fromlist):
                 importlib.import_module(f"{target}.{item}")
             except ImportError:
                 pass  # a name, not a submodule: `from keras.layers import Dense` reads it from the module
+    layers = _keras2_layers_module(name, "keras.layers", module, fromlist)
+    if layers is not None:
+        return layers
     return _with_moved_submodules(name, module, fromlist) if fromlist else importlib.import_module("tf_keras.src")
 
 
@@ -558,6 +586,9 @@ class TF1World:
             if (self.scripts_get_keras2 and level == 0 and is_script(globals)
                     and (name == _TF_PYTHON_KERAS or name.startswith(_TF_PYTHON_KERAS + "."))):
                 keras = _legacy_keras_module(name)
+                layers = _keras2_layers_module(name, _TF_PYTHON_KERAS + ".layers", keras, fromlist)
+                if layers is not None:
+                    return layers
                 if keras is not None and fromlist:
                     return keras
                 # `import tensorflow.python.keras.backend as K`: Python reads the attributes `python`, `keras`,
@@ -657,6 +688,7 @@ class TF1World:
             self._absl_str_enums()
             self._keras_2_4_names()
         if self.scripts_get_tf1:
+            self._keras_shape()
             self._variables_by_name()
             self._variable_truth()
             self._integral_float_dimensions()
@@ -667,6 +699,21 @@ class TF1World:
             if not hasattr(time, "clock"):
                 time.clock = time.process_time
                 self._patched.append((time, "clock"))
+
+    def _keras_shape(self):
+        """`x._keras_shape` on a graph tensor: standalone Keras 2.0-2.3 (TensorFlow 1.15 scripts' `keras`) set it
+        on every layer output, its static shape as a tuple (None where unknown); TF 1 scripts read it to size
+        shortcuts (3D_ResNet's resnet3d.py; 9 ModelZoo folders). tf-keras, their `keras` here, no longer sets it."""
+        from tensorflow.python.framework import tensor
+
+        if hasattr(tensor.Tensor, "_keras_shape"):
+            return
+
+        def keras_shape(value):
+            return None if value.shape.rank is None else tuple(value.shape.as_list())
+
+        tensor.Tensor._keras_shape = property(keras_shape)
+        self._patched.append((tensor.Tensor, "_keras_shape"))
 
     def _variable_truth(self):
         """`if var:` on a variable in a graph is True, as on TensorFlow 1.15's ref variables (which had no
