@@ -86,3 +86,70 @@ def test_keras2_application_module_by_file_name(tmp_path):
     done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "application ResNet50 True (None, 3)" in done.stdout, done.stdout[-2000:]
+
+
+# White_Box_Cartoonization_ID2089's train_code/train.py (up to 19 folders build two or more managers in a file
+# that merges all summaries): a GAN whose generator and discriminator each get an NPULossScaleOptimizer with its
+# own ExponentialUpdateLossScaleManager, the summaries merged with merge_all and run with the discriminator's step;
+# before the fix MergeSummary refused the second manager's duplicate `loss_scale` tag.
+TWO_MANAGERS_SCRIPT = r'''
+from npu_bridge.npu_init import *
+import numpy as np
+import tensorflow as tf
+
+
+def train():
+    input_photo = tf.placeholder(tf.float32, [2, 4])
+    with tf.variable_scope("generator"):
+        output = tf.layers.dense(input_photo, 4)
+    with tf.variable_scope("discriminator"):
+        score = tf.layers.dense(output, 1)
+    g_loss_total = tf.reduce_mean((score - 1.0) ** 2)
+    d_loss_total = tf.reduce_mean(score ** 2)
+    tf.summary.scalar("g_loss_total", g_loss_total)
+    tf.summary.scalar("d_loss_total", d_loss_total)
+    all_vars = tf.trainable_variables()
+    gene_vars = [var for var in all_vars if "gene" in var.name]
+    disc_vars = [var for var in all_vars if "disc" in var.name]
+
+    loss_scale_manager_g = ExponentialUpdateLossScaleManager(init_loss_scale=2 ** 32, incr_every_n_steps=1000,
+                                                             decr_every_n_nan_or_inf=2, decr_ratio=0.5)
+    loss_scale_manager_d = ExponentialUpdateLossScaleManager(init_loss_scale=2 ** 32, incr_every_n_steps=1000,
+                                                             decr_every_n_nan_or_inf=2, decr_ratio=0.5)
+    g_optim = tf.train.AdamOptimizer(2e-4, beta1=0.5, beta2=0.99)
+    g_optim = NPULossScaleOptimizer(g_optim, loss_scale_manager_g).minimize(g_loss_total, var_list=gene_vars)
+    d_optim = tf.train.AdamOptimizer(2e-4, beta1=0.5, beta2=0.99)
+    d_optim = NPULossScaleOptimizer(d_optim, loss_scale_manager_d).minimize(d_loss_total, var_list=disc_vars)
+    summary_op = tf.summary.merge_all()
+    lossScale = tf.get_default_graph().get_tensor_by_name("loss_scale:0")
+
+    config = tf.ConfigProto()
+    custom_op = config.graph_options.rewrite_options.custom_optimizers.add()
+    custom_op.name = "NpuOptimizer"
+    custom_op.parameter_map["precision_mode"].s = tf.compat.as_bytes("allow_mix_precision")
+    with tf.Session(config=config) as sess:
+        sess.run(tf.global_variables_initializer())
+        photo_batch = np.ones([2, 4], np.float32)
+        l_s_g, _ = sess.run([lossScale, g_optim], feed_dict={input_photo: photo_batch})
+        l_s_d, _, train_info = sess.run([lossScale, d_optim, summary_op], feed_dict={input_photo: photo_batch})
+        tags = sorted(value.tag for value in tf.Summary.FromString(train_info).value)
+        print("tags", ",".join(tags))
+        print("scales", float(l_s_g) == float(l_s_d) == 2.0 ** 32)
+
+
+if __name__ == "__main__":
+    train()
+'''
+
+
+def test_two_loss_scale_managers_and_merge_all(tmp_path):
+    from .conftest import run_compat
+
+    (tmp_path / "train.py").write_text(TWO_MANAGERS_SCRIPT)
+    done = run_compat("run", tmp_path / "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = next(line for line in done.stdout.splitlines() if line.startswith("tags "))
+    tags = line.split()[1].split(",")
+    assert len(tags) == len(set(tags)), tags
+    assert {"loss_scale", "loss_scale_skipped_steps", "loss_scale_1", "g_loss_total", "d_loss_total"} <= set(tags), tags
+    assert "scales True" in done.stdout, done.stdout[-2000:]

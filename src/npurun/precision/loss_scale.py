@@ -21,7 +21,8 @@ variable `loss_scale` (in the name scope the manager was made in, as the adapter
 it: scripts fetch `'loss_scale:0'` by name and get the current scale); the counters are
 `loss_scale_manager/good_steps`, `.../bad_steps`, `.../skipped_steps` next to it. The variables are
 global (checkpointed, initialised with the others), summarised (tags `loss_scale`,
-`loss_scale_skipped_steps`), and logged by `LossScaleLoggingHook` (logger "npurun").
+`loss_scale_skipped_steps`: the scale variable's full name, so a second manager's are `loss_scale_1`,
+`loss_scale_1_skipped_steps`, and a manager made in scope `rmsprop` has `rmsprop/loss_scale`, ...), and logged by `LossScaleLoggingHook` (logger "npurun").
 """
 from __future__ import annotations
 
@@ -47,11 +48,12 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 _LOOP_SCOPE = re.compile(r"^(.*/)?npurun_device_loop(_\d+)?(/|$)")
 
 
-def _summary(tag, value):
-    """A scalar summary tagged `tag` whose op is not named `tag` (`loss_scale` names the variable)."""
+def _summary(tag, value, name):
+    """A scalar summary tagged `tag` whose op is `name` (made unique by the graph), not `tag`: `loss_scale`
+    names the variable."""
     from tensorflow.python.ops import gen_logging_ops
 
-    summary = gen_logging_ops.scalar_summary(tags=tag, values=value, name=f"{tag}_summary")
+    summary = gen_logging_ops.scalar_summary(tags=tag, values=value, name=name)
     _v1.add_to_collection(_v1.GraphKeys.SUMMARIES, summary)
 
 
@@ -69,8 +71,12 @@ class _LossScaleState:
             self.good_steps = variable("good_steps", 0, tf.int64)
             self.bad_steps = variable("bad_steps", 0, tf.int64)
             self.skipped_steps = variable("skipped_steps", 0, tf.int64)
-        _summary("loss_scale", self.scale.read_value())
-        _summary("loss_scale_skipped_steps", self.skipped_steps.read_value())
+        # Tagged by the scale variable's name, as TF 1's summary.scalar tags by its unique name scope: a
+        # second manager in the graph (White_Box_Cartoonization's generator and discriminator) gets
+        # `loss_scale_1`, not a second `loss_scale` that merge_all's MergeSummary refuses as a duplicate.
+        tag = self.scale.op.name
+        _summary(tag, self.scale.read_value(), "loss_scale_summary")
+        _summary(f"{tag}_skipped_steps", self.skipped_steps.read_value(), "loss_scale_skipped_steps_summary")
 
 
 class LossScaleManager:
