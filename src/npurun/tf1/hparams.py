@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import numbers
 
 
 class HParams:
@@ -22,8 +23,10 @@ class HParams:
             self.add_hparam(name, value)
 
     def add_hparam(self, name, value):
-        if getattr(self, name, None) is not None or name in self._types:
-            raise ValueError(f"Hyperparameter name is reserved or already used: {name}")
+        # As TF 1.15: a name is refused when it holds a value; one added with None may be added again
+        # (tf/tpu models' `if getattr(hparams, name, None) is None: hparams.add_hparam(name, flag)`).
+        if getattr(self, name, None) is not None:
+            raise ValueError(f"Hyperparameter name is reserved: {name}")
         if isinstance(value, (list, tuple)):
             self._types[name] = (type(value[0]) if value else str, True)
         else:
@@ -116,13 +119,17 @@ def _from_text(name, kind, text):
 
 
 def _cast(name, kind, value):
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if kind is int and isinstance(value, float):
-        raise ValueError(f"hparam {name} is an int; got the float {value!r}")
-    if kind in (int, float, bool, str) and not isinstance(value, kind):
-        raise ValueError(f"hparam {name} is a {kind.__name__}; got {value!r}")
-    return value
+    """TF 1.15's cast of a new value to the hparam's type: a hparam added as None takes anything; an int may
+    become a float, never a float an int; no casts between bool, numbers and strings."""
+    if type(value) is kind or kind is type(None):
+        return value
+    wrong = (issubclass(kind, (str, bytes)) and not isinstance(value, (str, bytes))
+             or issubclass(kind, bool) != isinstance(value, bool)
+             or issubclass(kind, numbers.Integral) and not isinstance(value, numbers.Integral)
+             or issubclass(kind, numbers.Number) and not isinstance(value, numbers.Number))
+    if wrong:
+        raise ValueError(f"Could not cast hparam {name!r} of type {kind.__name__} from value {value!r}")
+    return kind(value) if kind in (int, float, bool, str, bytes) else value
 
 
 def batch_and_drop_remainder(batch_size):

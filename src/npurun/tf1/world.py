@@ -41,6 +41,7 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
 from __future__ import annotations
 
 import builtins
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -143,7 +144,11 @@ class TF1Module(types.ModuleType):
         return sorted(set(dir(self._v1)) | {"contrib"})
 
 
+@functools.lru_cache(maxsize=None)
 def _library_dirs() -> tuple:
+    # cached: is_script runs on every import statement a script executes, and pickle.dump calls __import__
+    # for each global it saves (BISIMULATION_ID2029's statistics.pkl of millions of NumPy floats spent minutes
+    # in sysconfig.get_paths and realpath here)
     paths = {_NPURUN_DIR}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         try:
@@ -196,6 +201,11 @@ def is_script(globals_) -> bool:
     path = globals_.get("__file__")
     if not path:
         return name == "__main__"
+    return _is_script_file(path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_script_file(path: str) -> bool:
     path = os.path.realpath(path)
     if os.sep + "site-packages" + os.sep in path or os.sep + "dist-packages" + os.sep in path:
         return False
