@@ -71,10 +71,11 @@ class _LossScaleState:
             self.good_steps = variable("good_steps", 0, tf.int64)
             self.bad_steps = variable("bad_steps", 0, tf.int64)
             self.skipped_steps = variable("skipped_steps", 0, tf.int64)
-        # Tagged by the scale variable's name, as TF 1's summary.scalar tags by its unique name scope: a
-        # second manager in the graph (White_Box_Cartoonization's generator and discriminator) gets
-        # `loss_scale_1`, not a second `loss_scale` that merge_all's MergeSummary refuses as a duplicate.
-        tag = self.scale.op.name
+        # Tagged `loss_scale` whatever scope the manager was made in; a second manager in the graph
+        # (White_Box_Cartoonization's generator and discriminator) gets `loss_scale_1`, not a second
+        # `loss_scale` that merge_all's MergeSummary refuses as a duplicate.
+        earlier = len(_v1.get_default_graph().get_collection(SCALES_COLLECTION))
+        tag = "loss_scale" if earlier == 0 else f"loss_scale_{earlier}"
         _summary(tag, self.scale.read_value(), "loss_scale_summary")
         _summary(f"{tag}_skipped_steps", self.skipped_steps.read_value(), "loss_scale_skipped_steps_summary")
 
