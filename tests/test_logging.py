@@ -177,3 +177,48 @@ def test_an_input_whose_position_cannot_be_saved_gives_npurun_s_line_only(tmp_pa
         in done.stderr
     # TensorFlow's own lines about the same failed probe are not shown (the warning above says it)
     assert "OP_REQUIRES failed" not in done.stderr and "SerializeIterator" not in done.stderr, done.stderr
+
+
+def test_the_whole_run_filter_passes_lines_as_they_come_and_drops_noise_once_a_line_is_whole():
+    from npurun._native_stderr import LineFilter
+
+    lines = LineFilter(min_level=1, has_nvidia_device=False)
+    mutation = (b"W0000 00:00:1796396107.755370   12141 c_api.cc:305] Operation '{name:'training/SGD/x/Assign'}' "
+                b"was changed by setting attribute after it was run by a session. This mutation will have no effect\n")
+    cuinit = CUINIT.encode()
+    # a progress bar's redraws pass at once, though no line has ended
+    assert lines.feed(b"  3/10 [==>") == b"  3/10 [==>"
+    assert lines.feed(b"....]\r  4/10") == b"....]\r  4/10"
+    assert lines.feed(b"\n") == b"\n"
+    # a native line is decided when it is whole, however it is split
+    assert lines.feed(mutation[:3]) == b""
+    assert lines.feed(mutation[3:40]) == b""
+    assert lines.feed(mutation[40:] + cuinit[:20]) == b""
+    assert lines.feed(cuinit[20:] + b"I0000 00:00:1 1 x.cc:1] info\nW0000 00:00:1 1 x.cc:2] kept\nE") == \
+        b"W0000 00:00:1 1 x.cc:2] kept\n"
+    assert lines.feed(b"rror: the script's own\n") == b"Error: the script's own\n"
+    assert lines.feed(b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n") == b""
+    assert lines.feed(b"WARNING:tensorflow:real\n") == b"WARNING:tensorflow:real\n"
+    # what is held when the stream ends is judged as a line
+    assert lines.feed(b"F0000 00:00:1 1 x.cc:3] Check failed") == b""
+    assert lines.close() == b"F0000 00:00:1 1 x.cc:3] Check failed"
+    assert LineFilter(min_level=0, has_nvidia_device=False).feed(mutation) == mutation, "-v: everything"
+
+
+def test_tensorflows_deprecation_notices_are_shown_at_the_scripts_lines_only(tmp_path):
+    import logging
+
+    from npurun.tf1.world import _LIBRARY_DEPRECATIONS
+
+    def notice(location):
+        return logging.LogRecord("tensorflow", logging.WARNING, __file__, 1,
+                                 "From %s: %s (from %s) is deprecated and will be removed %s.\n"
+                                 "Instructions for updating:\n%s",
+                                 (location, "_colocate_with", "tensorflow.python.framework.ops", "in a future version",
+                                  "Colocations handled automatically by placer."), None)
+
+    library = os.path.join(os.path.dirname(pytest.__file__), "python_api.py")  # an installed package's file
+    assert not _LIBRARY_DEPRECATIONS.filter(notice(f"{library}:883"))
+    assert _LIBRARY_DEPRECATIONS.filter(notice(f"{tmp_path / 'train.py'}:18"))
+    other = logging.LogRecord("tensorflow", logging.WARNING, __file__, 1, "From %s: something else", ("x.py:1",), None)
+    assert _LIBRARY_DEPRECATIONS.filter(other)

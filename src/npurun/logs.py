@@ -25,24 +25,13 @@ import re
 import sys
 import tempfile
 
+from ._native_stderr import NATIVE_LINE as _NATIVE_LINE
+from ._native_stderr import keep_native_line as _keep_native_line
+
 VERBOSE_ENV = "NPURUN_VERBOSE"
 DEBUG_ENV = "NPURUN_DEBUG"
 
 _TRUE = ("1", "true", "yes", "on")
-# glog/absl line header: severity letter, MMDD, time, thread id, file:line]
-_NATIVE_LINE = re.compile(r"^([IWEF])\d{4} [\d:.]+\s+\d+ \S+:\d+\] ")
-_BANNER_LINES = (
-    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
-    "To enable the following instructions:",  # continuation of cpu_feature_guard's INFO line
-)
-# WARNING-level native lines that report normal operation, not a problem: a rank's collective
-# executor tears its rendezvous down with this status when the session closes.
-_ROUTINE_WARNINGS = ("Local rendezvous is aborting with status: ABORTED: Cleanup",)
-_SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}
-# The `tensorflow` build (which tf-keras requires) looks for a GPU when it first lists devices and
-# logs its failure as an ERROR. On a machine with no NVIDIA device node that is no problem at all;
-# where a node exists, the line may explain a missing GPU and is kept.
-_NO_GPU_LINE = "failed call to cuInit"
 
 
 def _has_nvidia_device() -> bool:
@@ -80,18 +69,60 @@ def native_min_level() -> int:
 
 def keep_native_line(line: str, min_level: int) -> bool:
     """Whether a line TensorFlow's native code printed should reach the user at `min_level`."""
-    if min_level <= 0:
-        return True
-    if any(line.startswith(banner) for banner in _BANNER_LINES):
-        return False
-    match = _NATIVE_LINE.match(line)
-    if match is None:
-        return True
-    if any(routine in line for routine in _ROUTINE_WARNINGS):
-        return False
-    if _NO_GPU_LINE in line and not _has_nvidia_device():
-        return False
-    return _SEVERITY[match.group(1)] >= min_level
+    return _keep_native_line(line, min_level, _has_nvidia_device())
+
+
+_stderr_filter = None  # (the filter process, the real stderr's descriptor) once started
+
+
+def filter_native_stderr_for_process() -> None:
+    """For a command whose process is the user's script (`npurun run`): from here to the end of the
+    process, file descriptor 2 is a pipe to a filter process (`_native_stderr.py`) that passes on all
+    but the native lines `keep_native_line` drops. TensorFlow prints those at any point of a script, not
+    only at npurun's own calls: the no-GPU cuInit line where a script or tf-keras first lists devices,
+    tf-keras's graph-mutation warning at every fit. Nothing is started with detail asked for (`-v`,
+    TF_CPP_MIN_LOG_LEVEL=0). Called before TensorFlow is imported (no threads to fork under)."""
+    global _stderr_filter
+    import atexit
+    import subprocess
+
+    min_level = native_min_level()
+    if min_level <= 0 or _stderr_filter is not None:
+        return
+    try:
+        sys.stderr.flush()
+        real = os.dup(2)
+        read_end, write_end = os.pipe()
+        process = subprocess.Popen(
+            [sys.executable, "-I", os.path.join(os.path.dirname(__file__), "_native_stderr.py"), str(min_level),
+             "1" if _has_nvidia_device() else "0"],
+            stdin=read_end, stdout=real, stderr=real, close_fds=True)
+    except OSError:  # no descriptor 2, no room for a process: TensorFlow's lines stay as they are
+        return
+    os.close(read_end)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    _stderr_filter = (process, real)
+    atexit.register(_stop_stderr_filter)
+
+
+def _stop_stderr_filter() -> None:
+    """At exit: descriptor 2 is the real stderr again, and the filter has passed on what it was sent."""
+    global _stderr_filter
+    if _stderr_filter is None:
+        return
+    process, real = _stderr_filter
+    _stderr_filter = None
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os.dup2(real, 2)  # closes this process's end of the pipe: the filter reads to its end and exits
+    os.close(real)
+    try:
+        process.wait(timeout=5)  # a child process the script left running may hold the pipe open
+    except Exception:  # noqa: BLE001 - exiting anyway
+        pass
 
 
 def import_tensorflow():

@@ -123,3 +123,56 @@ def test_training_and_export_in_a_library_script_raise_no_tensorflow_warning_abo
     # before: make_saveable_from_iterator, build_tensor_info (deprecated) and "Issue encountered when
     # serializing npurun_loss_scale_managers" (a collection of Python objects)
     assert warnings == []
+
+
+# A Keras-on-session script as ModelZoo writes them (ResNet50_OSME_ID1257's model_resnet50_with_OSME.py):
+# tf-keras's graph-mode fit makes TensorFlow print native warnings (an op "changed by setting attribute
+# after it was run by a session") and library deprecation notices, and the first device listing happens
+# inside the script, not at an npurun call. The script's own lines on stderr, its own deprecated call and
+# an unfinished line written just before a hard exit must still get through.
+KERAS_SESSION_SCRIPT = """\
+from npu_bridge.npu_init import *
+import os
+import sys
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.keras import backend as K
+from keras.layers import BatchNormalization, Dense, Input
+from keras.models import Model
+from keras.optimizers import SGD
+
+sess_config = tf.ConfigProto()
+custom_op = sess_config.graph_options.rewrite_options.custom_optimizers.add()
+custom_op.name = "NpuOptimizer"
+sess = tf.Session(config=sess_config)
+K.set_session(sess)
+print(tf.config.list_physical_devices("GPU"))
+x = tf.placeholder(tf.float32, [None, 4])
+with tf.colocate_with(x):  # deprecated: TensorFlow says so, at this line (tf-keras's own later call is not shown)
+    y = tf.identity(x)
+inputs = Input(shape=(4,))
+outputs = Dense(2, activation="softmax")(BatchNormalization()(Dense(8)(inputs)))
+model = Model(inputs, outputs)
+model.compile(optimizer=SGD(lr=0.01, momentum=0.9), loss="categorical_crossentropy")
+model.fit(np.ones((8, 4)), np.eye(2)[np.zeros(8, int)], epochs=2, verbose=0)
+print("script line on stderr", file=sys.stderr)
+sys.stderr.flush()
+os.write(2, b"progress 100%\\r")
+os._exit(0)
+"""
+
+
+@pytest.mark.slow
+def test_run_of_a_keras_session_script_drops_tensorflows_noise_for_the_whole_run(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(KERAS_SESSION_SCRIPT)
+    done = subprocess.run([*NPURUN, "run", str(script)], capture_output=True, env=quiet_env(), cwd=tmp_path,
+                          timeout=300)
+    stderr = done.stderr.decode()
+    assert done.returncode == 0, stderr
+    assert done.stdout.strip() == b"[]"
+    assert "script line on stderr\n" in stderr
+    assert stderr.endswith("progress 100%\r"), stderr[-300:]  # the unfinished line, after a hard exit
+    own = [line for line in foreign_lines(stderr) if "script line" not in line and "progress" not in line]
+    # the one deprecation notice at the script's own line, with its two-line explanation; nothing else
+    assert len(own) == 3 and own[0].startswith(f"WARNING:tensorflow:From {script}:18: "), own

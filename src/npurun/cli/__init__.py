@@ -309,11 +309,9 @@ def main(argv=None) -> int:
         return 2
     try:
         if args.command in _RUNS_TENSORFLOW_CODE:
-            from .. import logs
-            from ..tools.run import prepare_process
+            from ..tools.run import start_run_process
 
-            prepare_process()
-            logs.import_tensorflow()  # before the script does: without the start-up banner
+            start_run_process()
         return args.handler(args) or 0
     except BrokenPipeError:  # output piped into `head` and friends
         sys.stderr.close()

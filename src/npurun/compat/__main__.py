@@ -15,6 +15,10 @@ def main(argv=None) -> int:
     docs = commands.add_parser("docs", help="print docs/compat.md, generated from the coverage table")
     docs.set_defaults(handler=_print_docs)
     args = parser.parse_args(argv)
+    if args.command == "run":  # as `npurun run` does
+        from ..tools.run import start_run_process
+
+        start_run_process()
     return args.handler(args)
 
 

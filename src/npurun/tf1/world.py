@@ -45,6 +45,7 @@ import functools
 import importlib
 import importlib.abc
 import importlib.machinery
+import logging
 import os
 import sys
 import sysconfig
@@ -99,6 +100,8 @@ _EXTRA_MODULES.update({
 _IMPLEMENTATION_PACKAGES = ("python", "core", "contrib", "examples", "tools", "lite", "compiler", "_api", "include",
                             "dtensor", "tsl", "xla_aot_runtime_src")
 _LAYERS_DEPRECATED = r"`tf\.layers\.\w+` is deprecated"
+# tf-keras's optimizers warn that `lr` is deprecated: in a TF 1 script's Keras it is the argument's name
+_KERAS_LR_DEPRECATED = r"The `lr` argument is deprecated"
 _NUMPY_ALIASES = {"float": float, "int": int, "bool": bool, "object": object, "str": str, "complex": complex,
                   "long": int, "unicode": str}
 # NumPy 2.0's removed aliases (its __expired_attributes__) that TF 1.15's NumPy had, each the name NumPy points to
@@ -210,6 +213,22 @@ def _is_script_file(path: str) -> bool:
     if os.sep + "site-packages" + os.sep in path or os.sep + "dist-packages" + os.sep in path:
         return False
     return not path.startswith(_library_dirs())
+
+
+class _LibraryDeprecations(logging.Filter):
+    """Drops TensorFlow's "From FILE:LINE: X is deprecated" notices whose FILE is library code (tf-keras,
+    TensorFlow, npurun): a call the user cannot change. A notice at a line of the script's own is kept,
+    as TF 1.15 printed it."""
+
+    def filter(self, record):
+        message = record.msg if isinstance(record.msg, str) else ""
+        if not (message.startswith("From %s:") and "deprecated" in message and record.args):
+            return True
+        location = str(record.args[0]).rpartition(":")[0]
+        return not location or _is_script_file(location)
+
+
+_LIBRARY_DEPRECATIONS = _LibraryDeprecations()
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -568,6 +587,7 @@ class TF1World:
         self._patched = []  # (object, attribute) set by attach()
         self._restore = []  # (object, attribute, original value) replaced by attach()
         self._warning_filter = None
+        self._lr_warning_filter = None
 
     def install(self):
         sys.meta_path.insert(0, self._finder)
@@ -575,6 +595,10 @@ class TF1World:
         # noise on every run (TF 1.15 logged it once per function).
         warnings.filterwarnings("ignore", message=_LAYERS_DEPRECATED, category=UserWarning)
         self._warning_filter = warnings.filters[0]
+        if self.scripts_get_keras2:
+            warnings.filterwarnings("ignore", message=_KERAS_LR_DEPRECATED, category=UserWarning)
+            self._lr_warning_filter = warnings.filters[0]
+        logging.getLogger("tensorflow").addFilter(_LIBRARY_DEPRECATIONS)
         self._original_import = original = builtins.__import__
 
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -918,9 +942,11 @@ class TF1World:
             sys.meta_path.remove(self._finder)
         if self._original_import is not None and builtins.__import__ is not self._original_import:
             builtins.__import__ = self._original_import
-        if self._warning_filter in warnings.filters:
-            warnings.filters.remove(self._warning_filter)
-            getattr(warnings, "_filters_mutated", lambda: None)()  # what filterwarnings() itself calls
+        for own in (self._warning_filter, self._lr_warning_filter):
+            if own in warnings.filters:
+                warnings.filters.remove(own)
+                getattr(warnings, "_filters_mutated", lambda: None)()  # what filterwarnings() itself calls
+        logging.getLogger("tensorflow").removeFilter(_LIBRARY_DEPRECATIONS)
         for name in list(sys.modules):
             if name.startswith(("tensorflow.contrib", "tensorflow_core")) or name in _EXTRA_MODULES:
                 del sys.modules[name]

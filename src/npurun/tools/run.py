@@ -167,6 +167,17 @@ def prepare_process() -> None:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 
+def start_run_process() -> None:
+    """What `npurun run` (and `python -m npurun.compat run`) does before the script: the settings TensorFlow
+    reads at its import, TensorFlow's native noise filtered for the whole process, and TensorFlow imported
+    without its start-up banner (the script's own `import tensorflow` then finds it imported)."""
+    from .. import logs
+
+    prepare_process()
+    logs.filter_native_stderr_for_process()
+    logs.import_tensorflow()
+
+
 def _script_environment() -> dict:
     """Environment variables a script run here gets when they are not set already."""
     defaults = {}

@@ -1,0 +1,124 @@
+"""Which of TensorFlow's native log lines reach the user, and a filter process applying that to a stream.
+
+Standard library only, and runnable by path (`python -I _native_stderr.py MIN_LEVEL HAS_GPU`) without
+importing the npurun package: `npurun run` starts it as the reader of its own file descriptor 2, so
+lines TensorFlow's C++ code prints at any point of a user's script are filtered, not only those printed
+while npurun holds the descriptor (`logs._native_stderr_filtered`). As a separate process it outlives
+a crash of the script and still passes on everything the script printed before it.
+"""
+import os
+import re
+import signal
+import sys
+
+# glog/absl line header: severity letter, MMDD, time, thread id, file:line]
+NATIVE_LINE = re.compile(r"^([IWEF])\d{4} [\d:.]+\s+\d+ \S+:\d+\] ")
+BANNER_LINES = (
+    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+    "To enable the following instructions:",  # continuation of cpu_feature_guard's INFO line
+)
+# WARNING-level native lines that report normal operation, not a problem.
+ROUTINE_WARNINGS = (
+    # a rank's collective executor tears its rendezvous down with this status when the session closes
+    "Local rendezvous is aborting with status: ABORTED: Cleanup",
+    # tf-keras in graph mode sets attributes on its ops after a session ran them, at every fit of every
+    # Keras-on-session script (TF 1.15 had no such check); TensorFlow's own Keras code, not the user's
+    "was changed by setting attribute after it was run by a session",
+)
+SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}
+# The `tensorflow` build (which tf-keras requires) looks for a GPU when it first lists devices and logs
+# its failure as an ERROR. On a machine with no NVIDIA device node that is no problem at all; where a
+# node exists, the line may explain a missing GPU and is kept.
+NO_GPU_LINE = "failed call to cuInit"
+# The start of a line that may still turn out to be a native or banner line: held back until its end.
+_MAYBE_NATIVE = re.compile(r"^[IWEF](\d{0,4}|\d{4} .*)$", re.S)
+
+
+def keep_native_line(line: str, min_level: int, has_nvidia_device: bool) -> bool:
+    """Whether a line TensorFlow's native code printed should reach the user at `min_level`."""
+    if min_level <= 0:
+        return True
+    if any(line.startswith(banner) for banner in BANNER_LINES):
+        return False
+    match = NATIVE_LINE.match(line)
+    if match is None:
+        return True
+    if any(routine in line for routine in ROUTINE_WARNINGS):
+        return False
+    if NO_GPU_LINE in line and not has_nvidia_device:
+        return False
+    return SEVERITY[match.group(1)] >= min_level
+
+
+def _undecided(start: str) -> bool:
+    """Whether the start of a line (no newline yet) may be a line to drop, so it must wait for its end."""
+    return bool(_MAYBE_NATIVE.match(start)) or any(
+        banner.startswith(start) or start.startswith(banner) for banner in BANNER_LINES)
+
+
+class LineFilter:
+    """Incremental: `feed(bytes)` returns the bytes to pass on now. A line that cannot be one to drop is
+    passed on as it arrives (progress bars redraw with carriage returns and never end a line), the others
+    once their newline has come."""
+
+    def __init__(self, min_level: int, has_nvidia_device: bool):
+        self.min_level, self.has_nvidia_device = min_level, has_nvidia_device
+        self.held = b""  # the start of a line not yet decided
+        self.passing = False  # the current line's start was passed on: the rest of it follows
+
+    def feed(self, data: bytes) -> bytes:
+        out, data = [], self.held + data
+        self.held = b""
+        while data:
+            end = data.find(b"\n")
+            if self.passing:
+                if end < 0:
+                    out.append(data)
+                    break
+                out.append(data[:end + 1])
+                data, self.passing = data[end + 1:], False
+            elif end >= 0:
+                line, data = data[:end + 1], data[end + 1:]
+                if self._keep(line):
+                    out.append(line)
+            elif _undecided(data.decode("utf-8", "replace")):
+                self.held = data
+                break
+            else:
+                out.append(data)
+                self.passing = True
+                break
+        return b"".join(out)
+
+    def close(self) -> bytes:
+        held, self.held = self.held, b""
+        return held if held and self._keep(held) else b""
+
+    def _keep(self, line: bytes) -> bool:
+        return keep_native_line(line.decode("utf-8", "replace"), self.min_level, self.has_nvidia_device)
+
+
+def main(argv) -> int:
+    # Ctrl-C and `timeout` signal the whole process group: this reader stays until the script's side
+    # of the pipe closes (the script exited or died), so the script's last lines (a traceback) get out.
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+    lines = LineFilter(int(argv[1]), argv[2] == "1")
+    while True:
+        try:
+            data = os.read(0, 65536)
+        except InterruptedError:
+            continue
+        passed = lines.feed(data) if data else lines.close()
+        try:
+            while passed:
+                passed = passed[os.write(1, passed):]
+        except BrokenPipeError:  # the reader of the real stderr went away: keep draining
+            pass
+        if not data:
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
