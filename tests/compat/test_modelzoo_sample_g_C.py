@@ -59,3 +59,79 @@ def test_check_knows_contrib_nn_conv1d_transpose(conv1d_transpose_run):
     _, check = conv1d_transpose_run
     assert "tensorflow.contrib.nn.conv1d_transpose -- provided" in check.stdout, check.stdout[-2000:]
     assert "0 will raise" in check.stdout, check.stdout[-2000:]
+
+
+# UNet_Industrial_ID0007's runtime/runner.py (NVIDIA's UNet scripts, 8 folders): hooks "disabled" by a float step
+# count, `log_step_count_steps=1e9` / `save_summary_steps=1e9`, which tf.estimator.RunConfig took (any number > 0).
+WHOLE_FLOAT_STEPS_SCRIPT = '''\
+import numpy as np
+import tensorflow as tf
+from npu_bridge.estimator.npu.npu_config import NPURunConfig
+from npu_bridge.estimator.npu.npu_estimator import NPUEstimator
+
+
+def get_run_config(mode, model_dir):
+    config = NPURunConfig(
+        model_dir=model_dir,
+        precision_mode="allow_mix_precision",
+        save_summary_steps=10 if mode == "train" else 1e9,
+        save_checkpoints_steps=None,
+        save_checkpoints_secs=None,
+        keep_checkpoint_max=5,
+        keep_checkpoint_every_n_hours=1e6,
+        log_step_count_steps=1e9,
+        iterations_per_loop=1,
+    )
+    if mode == "train":
+        config = config.replace(save_checkpoints_steps=1000, keep_checkpoint_every_n_hours=3)
+    return config
+
+
+def model_fn(features, labels, mode, params):
+    logits = tf.layers.dense(features, 1)
+    loss = tf.losses.mean_squared_error(labels, logits)
+    train_op = tf.train.RMSPropOptimizer(1e-3).minimize(loss, global_step=tf.train.get_or_create_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def input_fn():
+    data = np.random.rand(8, 3).astype(np.float32), np.random.rand(8, 1).astype(np.float32)
+    return tf.data.Dataset.from_tensor_slices(data).repeat().batch(2, drop_remainder=True)
+
+
+for mode in ("train", "validation"):
+    config = get_run_config(mode, "results/checkpoints")
+    print(mode, config.save_summary_steps, config.log_step_count_steps)
+NPUEstimator(model_fn=model_fn, config=get_run_config("train", "results/checkpoints")).train(input_fn, steps=4)
+print("trained")
+'''
+
+
+@pytest.fixture(scope="module")
+def whole_float_steps_run(tmp_path_factory):
+    from .conftest import run_compat
+
+    folder = tmp_path_factory.mktemp("unet_industrial")
+    (folder / "runner.py").write_text(WHOLE_FLOAT_STEPS_SCRIPT)
+    return run_compat("run", folder / "runner.py", cwd=folder), run_compat("check", folder / "runner.py", cwd=folder)
+
+
+def test_run_config_whole_float_step_counts(whole_float_steps_run):
+    done, _ = whole_float_steps_run
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "train 10 1000000000" in done.stdout and "validation 1000000000 1000000000" in done.stdout, done.stdout
+    assert "trained" in done.stdout, done.stdout[-2000:]
+
+
+def test_check_takes_whole_float_step_counts(whole_float_steps_run):
+    _, check = whole_float_steps_run
+    assert "log_step_count_steps=1000000000.0 -- effect: INFO log lines" in check.stdout, check.stdout[-3000:]
+    assert "invalid value" not in check.stdout and "0 will raise" in check.stdout, check.stdout[-3000:]
+
+
+def test_fractional_step_count_still_refused():
+    from npurun import NPURunConfig
+    from npurun.config.errors import OptionValueError
+
+    with pytest.raises(OptionValueError, match="log_step_count_steps.*2.5.*float with no fraction"):
+        NPURunConfig(log_step_count_steps=2.5)
