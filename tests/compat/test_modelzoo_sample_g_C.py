@@ -135,3 +135,68 @@ def test_fractional_step_count_still_refused():
 
     with pytest.raises(OptionValueError, match="log_step_count_steps.*2.5.*float with no fraction"):
         NPURunConfig(log_step_count_steps=2.5)
+
+
+# UNet_Industrial_ID0007's model/unet.py and utils/hooks/profiler_hook.py: model_fn names the trainable parameter
+# count, and a hook fetches it by name in after_create_session, with NPURunConfig(iterations_per_loop=10): on
+# Ascend model_fn's graph is fetchable as written; here model_fn is in the device loop's body.
+AFTER_CREATE_SESSION_SCRIPT = '''\
+import numpy as np
+import tensorflow as tf
+from npu_bridge.estimator.npu.npu_config import NPURunConfig
+from npu_bridge.estimator.npu.npu_estimator import NPUEstimator
+
+
+class ProfilerHook(tf.train.SessionRunHook):
+    def begin(self):
+        self._saver = tf.train.Saver()
+
+    def after_create_session(self, session, coord):
+        params_count = tf.get_default_graph().get_tensor_by_name("trainable_parameters_count_ref:0")
+        _params_count = session.run(params_count)
+        print("# Total Trainable Parameters:", int(_params_count))
+        print("step at start", session.run(tf.train.get_global_step()))
+
+    def end(self, session):
+        print("# at end:", int(session.run("trainable_parameters_count_ref:0")))
+        print("saved", self._saver.save(session, "results/at_end.ckpt"))
+
+
+def model_fn(features, labels, mode, params):
+    with tf.device("/gpu:0"):
+        tf.identity(features, name="input_image_ref")
+        logits = tf.layers.conv2d(features, 2, 3, padding="same")
+        logits = tf.layers.conv2d(logits, 1, 1)
+        all_trainable_vars = tf.reduce_sum([tf.reduce_prod(v.shape) for v in tf.trainable_variables()])
+        tf.identity(all_trainable_vars, name="trainable_parameters_count_ref")
+        with tf.name_scope("losses"):
+            loss = tf.identity(tf.losses.sigmoid_cross_entropy(labels, logits), name="total_loss_ref")
+        optimizer = tf.train.RMSPropOptimizer(1e-3, decay=0.9, momentum=0.8)
+        train_op = optimizer.minimize(loss, global_step=tf.train.get_or_create_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, training_hooks=[ProfilerHook()])
+
+
+def input_fn():
+    images = np.random.rand(8, 16, 16, 1).astype(np.float32)
+    masks = (np.random.rand(8, 16, 16, 1) > 0.5).astype(np.float32)
+    return tf.data.Dataset.from_tensor_slices((images, masks)).repeat().batch(2, drop_remainder=True)
+
+
+config = NPURunConfig(model_dir="results/checkpoints", iterations_per_loop=2, save_checkpoints_steps=None,
+                      save_checkpoints_secs=None, log_step_count_steps=1e9)
+NPUEstimator(model_fn=model_fn, config=config).train(input_fn, steps=4)
+print("trained")
+'''
+
+
+def test_after_create_session_fetches_model_fn_constant(tmp_path):
+    from .conftest import run_compat
+
+    (tmp_path / "main.py").write_text(AFTER_CREATE_SESSION_SCRIPT)
+    done = run_compat("run", tmp_path / "main.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # conv 3x3x1x2 + 2 biases, conv 1x1x2x1 + 1 bias
+    assert "# Total Trainable Parameters: 23" in done.stdout, done.stdout[-2000:]
+    assert "step at start 0" in done.stdout and "# at end: 23" in done.stdout, done.stdout[-2000:]
+    assert "saved results/at_end.ckpt" in done.stdout, done.stdout[-2000:]
+    assert "trained" in done.stdout, done.stdout[-2000:]
