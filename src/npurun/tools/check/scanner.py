@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from ...adapter import tables as aliases
 from . import tensorflow as check_tensorflow
-from .conditions import apply_argv, dispatch_condition, flag_condition, flag_defaults, module_constants
+from .conditions import flag_name, apply_argv, dispatch_condition, flag_condition, flag_defaults, module_constants
 from .installed import missing_attribute, not_a_package, unknown_keywords
 from .module_names import _module_level_names
 from .reach import BY_STRING, dispatched
@@ -122,6 +122,7 @@ class ModuleScanner(ast.NodeVisitor):
         self._dict_value = 0  # depth of dict literal values being visited (`{'gru': make_gru}` dispatch)
         self._load_states: dict = {}  # name -> [(line, conditions, dispatch, tpu, fallback, context)] of its reads
         self._class_stack: list = []  # (class context, the context the class is defined in) being visited
+        self._callees: set = set()  # ids of the attribute nodes that are called (`obj.f()`), not just read
 
     def exported(self) -> dict:
         """What `from this_module import *` gives (as far as check follows names): local name -> qualified
@@ -161,13 +162,12 @@ class ModuleScanner(ast.NodeVisitor):
     def add(self, finding: Finding, once_key=None):
         key = once_key or (finding.section, finding.name, finding.line, finding.detail)
         guard = self._guard()
-        if (finding.error and guard is None and self._dispatch and finding.section not in ("option", "parameter_map")
-                and not any(taken is False for _, taken in self._conditions)):
+        if (finding.error and guard is None and self._dispatch and not any(taken is False for _, taken in self._conditions)):
             finding = dispatched(finding, self._dispatch[-1])
-        if finding.error and guard is not None and finding.section not in ("option", "parameter_map"):
+        if finding.error and guard is not None:
             finding = replace(finding, status=f"{finding.status}, {guard[0]}", detail=f"{finding.detail}; {guard[1]}",
                               error=False)
-        elif finding.error and self._conditions and finding.section not in ("option", "parameter_map"):
+        elif finding.error and self._conditions:
             not_taken = next((text for text, taken in self._conditions if taken is False), None)
             if not_taken is not None:
                 guard = ("flag-only branch", not_taken)
@@ -596,12 +596,19 @@ class ModuleScanner(ast.NodeVisitor):
                 self._conditions, self._dispatch, self._tpu_only, self._fallback, self.context = [], [], 0, 0, None
 
     def visit_Attribute(self, node):
-        if isinstance(node.ctx, ast.Load):
+        if isinstance(node.ctx, ast.Load) and not self._flag_read(node):
             self._reference(node.attr)
         qualified = self.qualified(node)
         if qualified is not None and self._use(node, qualified):
             return  # the whole dotted name is reported; do not report its parts
         self.generic_visit(node)
+
+    def _flag_read(self, node) -> bool:
+        """`FLAGS.predict_all_test` read, not called: a flag's value, not the function of that name handed on
+        (SVD_ID2019 calls predict_all_test() only under `if FLAGS.predict_all_test:`). `self.f` and a call
+        `obj.f()` stay references."""
+        return (id(node) not in self._callees and flag_name(node, self._flags()) is not None
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")))
 
     def _use(self, node, qualified) -> bool:
         if not qualified:
@@ -708,6 +715,8 @@ class ModuleScanner(ast.NodeVisitor):
             if any(isinstance(a, ast.Constant) and isinstance(a.value, str) and os.path.isabs(a.value)
                    for a in node.args):
                 self.adds_outside_path = True  # `sys.path.append('/opt/sdk')`: modules may come from anywhere
+        if isinstance(func, ast.Attribute):
+            self._callees.add(id(func))
         qualified = self.qualified(node.func)
         for finding in run_config_findings(node, qualified, self._script_dir()):
             self.add(finding)
