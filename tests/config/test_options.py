@@ -47,7 +47,7 @@ CASES = {
     "model_dir": (None, lambda f: f["dir"] + "/model", [(5, TypeError), ("", ValueError)]),
     "tf_random_seed": (None, 42, [("42", TypeError), (1.5, TypeError), (True, TypeError)]),
     "save_summary_steps": (0, 10, [(-1, ValueError), ("10", TypeError), (None, TypeError)]),
-    "save_checkpoints_steps": (100, 50, [(-1, ValueError), (2.0, TypeError)]),  # None+None -> 100
+    "save_checkpoints_steps": (100, 50, [(-1, ValueError), (2.5, ValueError), ("50", TypeError)]),  # None+None -> 100; 2.0 is 2
     "save_checkpoints_secs": (None, 60, [(0, ValueError), (-5, ValueError), ("60", TypeError)]),
     "session_config": (None, "proto", [({"a": 1}, TypeError), ("x", TypeError)]),
     "keep_checkpoint_max": (5, 0, [(-1, ValueError), ("5", TypeError)]),

@@ -45,9 +45,11 @@ def boolean() -> Validator:
 
 
 def integer(lo: Optional[int] = None, hi: Optional[int] = None, *, choices: Collection[int] = (),
-            why: str = "") -> Validator:
+            why: str = "", whole_floats: bool = False) -> Validator:
     """An int (not a bool) in [lo, hi], or one of `choices`; without `hi` (`lo`), at most (least) what
-    an int64 holds, as TensorFlow stores every integer option. `why` says where a given `hi` comes from."""
+    an int64 holds, as TensorFlow stores every integer option. `why` says where a given `hi` comes from.
+    `whole_floats`: a float with no fraction (`1e9`) is that int, as tf.estimator.RunConfig's step counts took
+    any number (scripts "disable" a hook with `log_step_count_steps=1e9`)."""
     if choices:
         allowed = "one of " + ", ".join(str(c) for c in choices)
     elif lo is not None and hi is not None:
@@ -58,9 +60,15 @@ def integer(lo: Optional[int] = None, hi: Optional[int] = None, *, choices: Coll
         allowed = "an int"
     low = INT64_MIN if lo is None else lo
     high = INT64_MAX if hi is None else hi
+    if whole_floats:
+        allowed += " (or a float with no fraction, as 1e9)"
     beyond = allowed if hi is not None and lo is not None else f"{allowed}, within int64 ([{INT64_MIN}, {INT64_MAX}])"
 
     def check(value):
+        if whole_floats and isinstance(value, numbers.Real) and not _is_int(value) and not isinstance(value, bool):
+            if not float(value).is_integer():
+                raise Reject(allowed)
+            value = int(value)
         if not _is_int(value):
             raise Reject(allowed, wrong_type=True)
         value = int(value)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional
 import tensorflow as tf
 
 from ..distribute import watchdog
-from .inner_fetches import values_by_name
+from .inner_fetches import HostSession, values_by_name
 
 if TYPE_CHECKING:
     from .inner_fetches import InnerFetches
@@ -56,11 +56,18 @@ class HookRunner:
 
     def after_create_session(self, sess) -> None:
         for hook in self.all_hooks:
-            hook.after_create_session(sess, self.coordinator)
+            hook.after_create_session(self._session_for(hook, sess), self.coordinator)
 
     def end(self, sess) -> None:
         for hook in self.all_hooks:
-            hook.end(sess)
+            hook.end(self._session_for(hook, sess))
+
+    def _session_for(self, hook, sess):
+        """With a device loop or compiled step, the session whose run gives model_fn's constant tensors
+        (inner_fetches.HostSession); else `sess`."""
+        if self.inner is None:
+            return sess
+        return HostSession(sess, self.inner, hook)
 
     def run(self, sess, fetches, base_options=None):
         """Run `fetches` with every hook's before_run/after_run; returns (results, stop_requested)."""

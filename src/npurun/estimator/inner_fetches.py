@@ -12,6 +12,7 @@ import re
 from typing import Optional
 
 import tensorflow as tf
+from tensorflow.python.client.session import SessionInterface as _SessionInterface
 
 from ..precision.optimizer import OVERFLOW_STATUS_NAME as _OVERFLOW_STATUS
 
@@ -258,6 +259,114 @@ class InnerFetches:
             f"cannot be fetched from the host. Fetch the loss (npurun gives its last value), pass the tensor "
             f"through NPUEstimatorSpec(host_call=...) or a tf.compat.v1.summary, or train with "
             f"iterations_per_loop=1 and jit_compile='false'")
+
+
+# Ops a value computed from constants alone may be made of (no state, no input, no loop or device op).
+_NOT_CONSTANT = frozenset({"Enter", "RefEnter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond",
+                           "Placeholder", "PlaceholderWithDefault", "IteratorGetNext"})
+_MAX_CONSTANT_OPS = 10000
+
+
+def constant_subgraph(tensor) -> Optional[list]:
+    """The ops `tensor` is computed from when they all depend on constants only (its leaves are Const ops; no
+    variable, input, random or loop op among them), in a topological order; else None. Control inputs do not
+    count: a constant in a while-loop body has one on the loop's pivot."""
+    order, seen, stack = [], set(), [(tensor.op, False)]
+    while stack:
+        op, expanded = stack.pop()
+        if expanded:
+            order.append(op)
+            continue
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        if op.type in _NOT_CONSTANT or op.op_def.is_stateful or len(seen) > _MAX_CONSTANT_OPS:
+            return None
+        if not op.inputs and op.type != "Const":
+            return None
+        stack.append((op, True))
+        stack += [(t.op, False) for t in op.inputs if t.op.name not in seen]
+    return order
+
+
+def constant_value(tensor):
+    """Evaluate `tensor`, whose ops `constant_subgraph` returned, in a graph and session of its own (the
+    training graph is finalized, and the tensor sits in a loop body the host cannot fetch from)."""
+    ops = constant_subgraph(tensor)
+    graph_def = tf.compat.v1.GraphDef()
+    for op in ops:
+        node = graph_def.node.add()
+        node.CopyFrom(op.node_def)
+        node.ClearField("device")
+        kept = [name for name in node.input if not name.startswith("^")]
+        del node.input[:]
+        node.input.extend(kept)
+        for attribute in ("_class", "_xla_compile_id"):
+            if attribute in node.attr:
+                del node.attr[attribute]
+    with tf.Graph().as_default() as graph:
+        tf.graph_util.import_graph_def(graph_def, name="")
+        with tf.compat.v1.Session(graph=graph) as session:
+            return session.run(tensor.name)
+
+
+class HostSession(_SessionInterface):
+    """The session hooks get in after_create_session and end (before the first and after the last loop run):
+    a fetch of a tensor model_fn computed from constants alone inside the loop (NVIDIA's UNet scripts log
+    the trainable parameter count so, 'trainable_parameters_count_ref:0') gets its value, as on Ascend, where
+    model_fn's graph is fetchable as written; another tensor of the loop raises InnerTensorError naming the
+    hook; the rest is the session's. A SessionInterface, as Saver.save (a hook's end saving) requires."""
+
+    def __init__(self, session, inner: "InnerFetches", hook):
+        self._session, self._inner, self._hook = session, inner, hook
+
+    def __getattr__(self, name):
+        return getattr(self._session, name)
+
+    @property
+    def graph(self):
+        return self._session.graph
+
+    @property
+    def sess_str(self):
+        return self._session.sess_str
+
+    def partial_run_setup(self, *args, **kwargs):
+        return self._session.partial_run_setup(*args, **kwargs)
+
+    def partial_run(self, *args, **kwargs):
+        return self._session.partial_run(*args, **kwargs)
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        computed = {}
+
+        def one(fetch):
+            element = fetch
+            if isinstance(fetch, str):
+                try:
+                    element = self._inner.graph.as_graph_element(fetch)
+                except (KeyError, ValueError):
+                    return fetch  # the session reports it
+            if isinstance(element, tf.Tensor) and is_inner(element, self._inner.graph):
+                if constant_subgraph(element) is None:
+                    raise self._inner._error(self._hook, element)
+                computed[len(computed)] = constant_value(element)
+                return _Computed(len(computed) - 1)
+            return fetch
+
+        translated = tf.nest.map_structure(one, fetches)
+        if not computed:
+            return self._session.run(fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata)
+        rest = [leaf for leaf in tf.nest.flatten(translated) if not isinstance(leaf, _Computed)]
+        values = iter(self._session.run(rest, feed_dict=feed_dict, options=options, run_metadata=run_metadata)
+                      if rest else [])
+        return tf.nest.map_structure(
+            lambda leaf: computed[leaf.index] if isinstance(leaf, _Computed) else next(values), translated)
+
+
+class _Computed:
+    def __init__(self, index):
+        self.index = index
 
 
 def _key(element) -> Optional[object]:

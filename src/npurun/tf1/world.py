@@ -725,6 +725,7 @@ class TF1World:
             self._keras_shape()
             self._variables_by_name()
             self._variable_truth()
+            self._initialized_value()
             self._integral_float_dimensions()
             import time
 
@@ -767,6 +768,29 @@ class TF1World:
 
         cls.__bool__ = __bool__
         self._restore.append((cls, "__bool__", original))
+
+    def _initialized_value(self):
+        """`var.initialized_value()`: the variable's value once initialized, else its initial value, as TensorFlow
+        1.15 gave it (a cond on is_variable_initialized, built outside any control-flow context). Weight-normalized
+        layers' data-dependent initialization uses it (MEAN-TEACHER's weight_norm.py; 24 ModelZoo folders call
+        it); TensorFlow 2.21 kept the method only to raise NotImplementedError."""
+        from tensorflow.python.framework import ops
+        from tensorflow.python.ops import cond, state_ops, variables
+
+        cls = variables.Variable
+        original = cls.__dict__.get("initialized_value")
+        if original is None or getattr(original, "__npurun_initialized_value__", False):
+            return
+
+        def initialized_value(variable):
+            with ops.init_scope():
+                return cond.cond(state_ops.is_variable_initialized(variable), variable.read_value,
+                                 lambda: variable.initial_value)
+
+        initialized_value.__npurun_initialized_value__ = True
+        initialized_value.__doc__ = original.__doc__
+        cls.initialized_value = initialized_value
+        self._restore.append((cls, "initialized_value", original))
 
     def _integral_float_dimensions(self):
         """A shape dimension given as a float with an integral value (`[k, k, in_channel / split, out_channel]`,

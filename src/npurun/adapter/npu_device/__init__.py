@@ -85,7 +85,7 @@ def _start_profiling(profiling_config) -> None:
 
     from ...debug.dump_files import new_run_dir
 
-    folder = new_run_dir(profiling_config.options["output"], "npu_device")
+    folder = new_run_dir(profiling_config.options.get("output"), "npu_device")
     tf.profiler.experimental.start(folder)
     _profiling = folder
     atexit.register(stop_profiling)

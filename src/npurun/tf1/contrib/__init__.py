@@ -7,6 +7,7 @@ public ModelZoo-TensorFlow; `MODELZOO_FOLDERS` below) is provided here:
   same functions from it (tf-slim is where they were moved when contrib was removed);
 - `contrib.data`, `contrib.rnn`, `contrib.metrics` map to their TensorFlow 1 successors in
   `tf.compat.v1` (`data.experimental`, `nn.rnn_cell`, `metrics`);
+- `contrib.nn.conv1d_transpose` is `tf.nn.conv1d_transpose`, as in TF 1.15;
 - `contrib.training.HParams` is `npurun.tf1.hparams.HParams`;
 - `contrib.learn`'s ModeKeys, VocabularyProcessor and MNIST reader are `npurun.tf1.contrib.learn`;
   `contrib.util` and `contrib.lookup` are their TensorFlow 1 successors (`get_static_value`, `lookup_ops`);
@@ -175,10 +176,16 @@ TFPROF = {"ProfileContext": Mapped(f"{_TFPROF}:ProfileContext", "disabled, an em
                                    "model_analyzer.profile; the option dicts are ProfileOptionBuilder's"),
           "tfprof_logger": Mapped("tensorflow.python.profiler.tfprof_logger")}
 
+# contrib.nn: conv1d_transpose (2 folders, WaveGlow's upsampling of local conditions). TF 1.15's was nn_ops'
+# conv1d_transpose itself, tf.nn.conv1d_transpose (input, filters, output_shape, strides, ...), the signature of
+# TF 1.14 on; (value, filter, output_shape, stride) was TF 1.13's. No other contrib.nn name is used in ModelZoo.
+NN = {"conv1d_transpose": Mapped(_target(f"{_V1}:nn.conv1d_transpose"))}
+
 # Module name (below tensorflow.contrib) -> its names. Only listed modules have usable names.
 MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
            "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE, "summary": SUMMARY, "learn": LEARN,
-           "util": UTIL, "lookup": LOOKUP, "crf": CRF, "estimator": ESTIMATOR, "tfprof": TFPROF}
+           "util": UTIL, "lookup": LOOKUP, "crf": CRF, "estimator": ESTIMATOR, "tfprof": TFPROF,
+           "nn": NN}
 # Whole modules that are another package.
 PACKAGES = {"slim": _SLIM}
 UNSUPPORTED_MODULES = {
@@ -221,7 +228,7 @@ IMPORT_ONLY_PATHS = {
 # Model folders of Ascend/ModelZoo-TensorFlow using each tf.contrib module (counted while building this).
 MODELZOO_FOLDERS = {"layers": 260, "slim": 141, "data": 111, "framework": 73, "tpu": 52, "rnn": 46,
                     "training": 38, "cluster_resolver": 34, "image": 32, "distribute": 22, "opt": 21,
-                    "metrics": 16, "summary": 13, "learn": 34, "util": 8, "lookup": 7, "tfprof": 7}
+                    "metrics": 16, "summary": 13, "learn": 34, "util": 8, "lookup": 7, "tfprof": 7, "nn": 2}
 
 
 def _error(name: str, why: str) -> AdapterAPIError:

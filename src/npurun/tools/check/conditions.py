@@ -80,7 +80,7 @@ def flag_defaults(tree) -> dict:
     return found
 
 
-def _flag_name(node, flags):
+def flag_name(node, flags):
     """`FLAGS.x` / `args.x` / `flags.FLAGS.x` / `opt.x` where x is a flag some module defines: x, else None."""
     if isinstance(node, ast.Attribute) and node.attr in flags and isinstance(node.value, (ast.Name, ast.Attribute)):
         return node.attr
@@ -174,7 +174,7 @@ _STRING_METHODS = {"lower": str.lower, "upper": str.upper, "strip": str.strip}
 
 
 def _evaluate(node, flags, constants=None):
-    name = _flag_name(node, flags)
+    name = flag_name(node, flags)
     if name is not None:
         return flags[name]
     name = _constant_name(node, constants)
@@ -235,7 +235,7 @@ def flag_condition(test, flags, constants=None):
     """For an `if` test that reads a flag or a module constant: (description, taken) where taken is True / False
     with the flags' defaults (the constants' values) or None when it cannot be told; None when the test reads
     neither."""
-    names = sorted({name for node in ast.walk(test) for name in [_flag_name(node, flags)] if name is not None})
+    names = sorted({name for node in ast.walk(test) for name in [flag_name(node, flags)] if name is not None})
     fixed = sorted({name for node in ast.walk(test) for name in [_constant_name(node, constants)] if name is not None})
     read = {}
     for node in ast.walk(test):

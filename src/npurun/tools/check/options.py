@@ -103,7 +103,8 @@ def _option(value_node, name, option, script_dir=None) -> Finding:
         try:
             option.check(value)
         except (ValueError, TypeError) as invalid:
-            error, detail = True, f"invalid value: {invalid}"
+            kind = "TypeError" if isinstance(invalid, TypeError) else "ValueError"  # as NPURunConfig raises it
+            error, detail = True, f"invalid value ({kind}): {invalid}"
             if _next_to_script(value, script_dir):
                 error, detail = False, (f"{option.mechanism}; {value!r} does not exist from here, but does next "
                                         f"to the script or above it: valid when it runs from that directory")

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 @dataclass(frozen=True)
 class Finding:
     line: int
-    section: str  # "option", "parameter_map", "adapter", "tensorflow", "horovod", "imports", "installed"
+    section: str  # "option", "parameter_map", "adapter", "tensorflow", "horovod", "imports", "installed", "names"
     name: str
     status: str
     detail: str
@@ -26,7 +26,8 @@ SECTIONS = (("option", "NPURunConfig / RunConfig options"),
             ("tensorflow", "TensorFlow APIs that TensorFlow 2.21 lacks"),
             ("horovod", "Horovod"),
             ("installed", "Names installed packages no longer have"),
-            ("imports", "Other imports"))
+            ("imports", "Other imports"),
+            ("names", "Names read where nothing defines them"))
 
 
 def render_text(findings, filename: str) -> str:

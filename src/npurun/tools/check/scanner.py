@@ -12,9 +12,10 @@ from dataclasses import replace
 
 from ...adapter import tables as aliases
 from . import tensorflow as check_tensorflow
-from .conditions import apply_argv, dispatch_condition, flag_condition, flag_defaults, module_constants
+from .conditions import flag_name, apply_argv, dispatch_condition, flag_condition, flag_defaults, module_constants
 from .installed import missing_attribute, not_a_package, unknown_keywords
 from .module_names import _module_level_names
+from .undefined import undefined_reads
 from .reach import BY_STRING, dispatched
 from .options import global_options_finding, parameter_map_finding, run_config_findings
 from .report import Finding
@@ -78,6 +79,11 @@ def _mentions_tpu(test) -> bool:
     return False
 
 
+def _shown(test) -> str:
+    source = ast.unparse(test)
+    return f"`{source[:77] + '...' if len(source) > 80 else source}`"
+
+
 def _package_inits(path, root):
     """The `__init__.py` files of the packages above a local module, up to the script's folder."""
     folder = os.path.dirname(path) if os.path.basename(path) != "__init__.py" else os.path.dirname(os.path.dirname(path))
@@ -122,6 +128,10 @@ class ModuleScanner(ast.NodeVisitor):
         self._dict_value = 0  # depth of dict literal values being visited (`{'gru': make_gru}` dispatch)
         self._load_states: dict = {}  # name -> [(line, conditions, dispatch, tpu, fallback, context)] of its reads
         self._class_stack: list = []  # (class context, the context the class is defined in) being visited
+        self._undefined: dict = {}  # (line, column) -> name of reads nothing binds (undefined.py)
+        self._undefined_reads: list = []  # (name, line, conditions, dispatch, tpu, fallback, context, value test)
+        self._value_tests: list = []  # texts of enclosing tests on values (not flags or config strings): `if hvd:`
+        self._callees: set = set()  # ids of the attribute nodes that are called (`obj.f()`), not just read
 
     def exported(self) -> dict:
         """What `from this_module import *` gives (as far as check follows names): local name -> qualified
@@ -139,6 +149,7 @@ class ModuleScanner(ast.NodeVisitor):
         flags.update(flag_defaults(node))
         apply_argv(flags, getattr(self._project, "argv_flags", None) or {})  # as the script is started
         self._constants = module_constants(node)
+        self._undefined = undefined_reads(node)
         self.generic_visit(node)
 
     # ---- name resolution ---------------------------------------------------------------------------
@@ -161,13 +172,12 @@ class ModuleScanner(ast.NodeVisitor):
     def add(self, finding: Finding, once_key=None):
         key = once_key or (finding.section, finding.name, finding.line, finding.detail)
         guard = self._guard()
-        if (finding.error and guard is None and self._dispatch and finding.section not in ("option", "parameter_map")
-                and not any(taken is False for _, taken in self._conditions)):
+        if (finding.error and guard is None and self._dispatch and not any(taken is False for _, taken in self._conditions)):
             finding = dispatched(finding, self._dispatch[-1])
-        if finding.error and guard is not None and finding.section not in ("option", "parameter_map"):
+        if finding.error and guard is not None:
             finding = replace(finding, status=f"{finding.status}, {guard[0]}", detail=f"{finding.detail}; {guard[1]}",
                               error=False)
-        elif finding.error and self._conditions and finding.section not in ("option", "parameter_map"):
+        elif finding.error and self._conditions:
             not_taken = next((text for text, taken in self._conditions if taken is False), None)
             if not_taken is not None:
                 guard = ("flag-only branch", not_taken)
@@ -219,6 +229,9 @@ class ModuleScanner(ast.NodeVisitor):
             self._conditions.append(condition)
         if dispatch is not None:
             self._dispatch.append(dispatch)
+        value_test = None if tpu or condition is not None or dispatch is not None else _shown(node.test)
+        if value_test is not None:  # `if hvd is not None:`, `if grayscale:`: a value check does not evaluate
+            self._value_tests.append(value_test)
         for statement in node.body:
             self.visit(statement)
         self._tpu_only -= tpu
@@ -227,12 +240,16 @@ class ModuleScanner(ast.NodeVisitor):
             self._conditions.append((f"not {text}", None if taken is None else not taken))
         if dispatch is not None:
             self._dispatch[-1] = f"not {dispatch}"
+        if value_test is not None:
+            self._value_tests[-1] = f"not {value_test}"
         for statement in node.orelse:
             self.visit(statement)
         if condition is not None:
             self._conditions.pop()
         if dispatch is not None:
             self._dispatch.pop()
+        if value_test is not None:
+            self._value_tests.pop()
 
     # ---- what the run can reach (see reach.py): definitions, and the names read with their conditions ----
     def _reference_condition(self):
@@ -279,9 +296,21 @@ class ModuleScanner(ast.NodeVisitor):
         self.visit(node.test)
         tpu = _mentions_tpu(node.test)
         self._tpu_only += tpu
+        text = _shown(node.test)
+        self._value_tests.append(text)
         self.visit(node.body)
         self._tpu_only -= tpu
+        self._value_tests[-1] = f"not {text}"
         self.visit(node.orelse)
+        self._value_tests.pop()
+
+    def visit_BoolOp(self, node):
+        # `a and b`: b is evaluated only if a is true (as an `if`, for the reads undefined.py finds)
+        self.visit(node.values[0])
+        self._value_tests.append(f"{'' if isinstance(node.op, ast.And) else 'not '}{_shown(node.values[0])}")
+        for value in node.values[1:]:
+            self.visit(value)
+        self._value_tests.pop()
 
     # ---- imports -----------------------------------------------------------------------------------
     def visit_Import(self, node):
@@ -388,8 +417,10 @@ class ModuleScanner(ast.NodeVisitor):
         # body raises nothing check knows of, the handlers are the fallback of an older TensorFlow.
         fallback = int(sum(f.error for f in self.findings) == before)
         self._fallback += fallback
+        self._value_tests.append("the `try` body above it raises")
         for handler in node.handlers:
             self.visit(handler)
+        self._value_tests.pop()
         self._fallback -= fallback
         for part in (*node.orelse, *node.finalbody):
             self.visit(part)
@@ -522,6 +553,10 @@ class ModuleScanner(ast.NodeVisitor):
             if len(where) < 8:  # where it is read, to say under which condition an undefined name is read (finish)
                 where.append((node.lineno, tuple(self._conditions), tuple(self._dispatch), self._tpu_only,
                               self._fallback, self.context))
+            if (node.lineno, node.col_offset) in self._undefined:
+                self._undefined_reads.append((node.id, node.lineno, tuple(self._conditions), tuple(self._dispatch),
+                                              self._tpu_only, self._fallback, self.context,
+                                              self._value_tests[-1] if self._value_tests else None))
             self._use(node, self.qualified(node))
         else:
             self._bound.add(node.id)
@@ -574,10 +609,14 @@ class ModuleScanner(ast.NodeVisitor):
             self._bound.add(node.name)
 
     def finish(self):
-        """After the visit: names read but never bound that the adapter's star import was to provide."""
-        if self._adapter_star is None or self._unknown_star:
+        """After the visit: names read but never bound that the adapter's star import was to provide, and
+        names read where nothing binds them (undefined.py)."""
+        if self._unknown_star:
             return
         known = self._bound | set(self.star_names) | set(self.aliases) | set(dir(builtins)) | _MODULE_NAMES
+        self._undefined_names(known)
+        if self._adapter_star is None:
+            return
         for name, line in sorted(self._loaded.items(), key=lambda item: item[1]):
             if name in _PYTHON2_BUILTINS and name not in known:
                 self.add(Finding(line, "adapter", name, "Python 2 name",
@@ -595,13 +634,43 @@ class ModuleScanner(ast.NodeVisitor):
                                      True), once_key=("adapter", name))
                 self._conditions, self._dispatch, self._tpu_only, self._fallback, self.context = [], [], 0, 0, None
 
+    def _undefined_names(self, known):
+        """Deep_Speech's `num_gpus`, read in a function whose line that set it is commented out: a NameError where
+        the line runs, on Ascend too. Names a star import brings in are bound; a name bound nowhere in a module
+        with the adapter's star import is reported as that import's (finish)."""
+        brought = set(self.star_names) | set(self.aliases) | self._top_level
+        for name, line, conditions, dispatch, tpu, fallback, context, value_test in self._undefined_reads:
+            if name in brought or (self._adapter_star is not None and name not in known):
+                continue
+            self._conditions, self._dispatch, self._tpu_only, self._fallback, self.context = (
+                list(conditions), list(dispatch), tpu, fallback, context)
+            where = f"in `{context}`" if context else "at the module's top level"
+            finding = Finding(line, "names", name, "undefined name",
+                              f"read {where}, but neither bound there, nor in a function around it, nor at the "
+                              f"module's top level, nor a builtin: NameError when the line runs (outside npurun: "
+                              f"on Ascend too)", True)
+            if value_test is not None and not any(taken is False for _, taken in self._conditions):
+                # Nezha's `Compression.fp16` under `if hvd is not None ...`: a test on a value, not a flag
+                finding = replace(finding, status=f"{finding.status}, only if {value_test}",
+                                  detail=f"{finding.detail}; the line runs only if {value_test}, a test on values "
+                                         f"check does not evaluate", error=False)
+            self.add(finding, once_key=("names", name, context))
+        self._conditions, self._dispatch, self._tpu_only, self._fallback, self.context = [], [], 0, 0, None
+
     def visit_Attribute(self, node):
-        if isinstance(node.ctx, ast.Load):
+        if isinstance(node.ctx, ast.Load) and not self._flag_read(node):
             self._reference(node.attr)
         qualified = self.qualified(node)
         if qualified is not None and self._use(node, qualified):
             return  # the whole dotted name is reported; do not report its parts
         self.generic_visit(node)
+
+    def _flag_read(self, node) -> bool:
+        """`FLAGS.predict_all_test` read, not called: a flag's value, not the function of that name handed on
+        (SVD_ID2019 calls predict_all_test() only under `if FLAGS.predict_all_test:`). `self.f` and a call
+        `obj.f()` stay references."""
+        return (id(node) not in self._callees and flag_name(node, self._flags()) is not None
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")))
 
     def _use(self, node, qualified) -> bool:
         if not qualified:
@@ -708,6 +777,8 @@ class ModuleScanner(ast.NodeVisitor):
             if any(isinstance(a, ast.Constant) and isinstance(a.value, str) and os.path.isabs(a.value)
                    for a in node.args):
                 self.adds_outside_path = True  # `sys.path.append('/opt/sdk')`: modules may come from anywhere
+        if isinstance(func, ast.Attribute):
+            self._callees.add(id(func))
         qualified = self.qualified(node.func)
         for finding in run_config_findings(node, qualified, self._script_dir()):
             self.add(finding)
