@@ -34,3 +34,38 @@ def test_profiling_options_of_the_keras_sample_scripts_write_a_trace_under_their
     _report, profiles, _dumps = ran
     (trace,) = glob.glob(str(profiles / "npu_device-*" / "plugins" / "profile" / "*" / "*.xplane.pb"))
     assert os.path.getsize(trace) > 0
+
+
+def test_each_keras_function_dumps_into_its_own_directory_so_no_step_overwrites_another(ran):
+    # --data_dump_flag=True --data_dump_step=0 with fit(validation_data=...) and a second compile + fit (as
+    # gradient_centralization does): fit's validation (Keras' test function) and the second compile's new train
+    # function count their steps from 0 too and trace the same op names; in one directory their step 0 overwrote
+    # the first train step's files under the first records
+    import numpy as np
+
+    report, _profiles, dumps = ran
+    assert all(np.isfinite(report["loss"])), report
+    found = sorted(glob.glob(str(dumps / "*" / "index.jsonl")))
+    assert sorted(os.path.basename(os.path.dirname(i)).split("-")[0] for i in found) == ["eval", "train", "train"]
+    for index in found:
+        records = [json.loads(line) for line in open(index)]
+        files = [r["file"] for r in records]
+        assert {r["step"] for r in records} == {0} and len(files) == len(set(files)), index
+        assert any(r["op"].endswith("head/MatMul") and r["io"] == "output" for r in records), index
+        for record in records:
+            value = np.load(os.path.join(os.path.dirname(index), record["file"]))
+            assert list(value.shape) == record["shape"], record
+            if value.size and value.dtype.kind == "f":
+                assert np.isclose(float(value.max()), record["stats"]["max"], rtol=1e-6), record
+
+
+def test_dumped_constants_are_named_by_their_graph_names(ran):
+    # TensorFlow's op callback is given the name a constant asked for ("x", "Const", "dim"), not the graph's unique
+    # name (RMSprop/mul/x, sequential/flatten/Const): records of different constants shared one file
+    _report, _profiles, dumps = ran
+    for index in glob.glob(str(dumps / "*" / "index.jsonl")):
+        records = [json.loads(line) for line in open(index)]
+        constants = [r for r in records if r["type"] == "Const"]
+        assert constants, index
+        for record in constants:
+            assert record["tensor"] == record["op"] + ":0", record

@@ -14,13 +14,19 @@ Rules:
   iterations of each graph. Nested tf.function calls belong to the outer call.
 - Ops: those of tf.function graphs (ops run eagerly one by one are not dumped; tf.data functions
   neither), restricted to `dump_layer` (space-separated exact op names). Op names are TensorFlow's
-  graph names (`sequential/dense/MatMul`).
+  graph names (`sequential/dense/MatMul`), read from an op's outputs where it has some (the op
+  callback is given the name a constant asked for, `x` for `RMSprop/mul/x`).
 - `dump_mode` "output", "input" or "all" picks the tensors; `dump_data` "stats" writes statistics
   only. `enable_dump_debug` records the floating-point outputs holding inf or NaN (kind
   "overflow"); `dump_debug_mode`'s three values detect the same thing here.
 - Tensors are seen before grappler's precision rewrite inserts its casts: under a low-precision
   mode a dumped output is the rewritten op's result cast back to its graph dtype.
-- One dump directory per process, `<dump_path>/train-<timestamp>`, created at the first record.
+- One dump directory per counted tf.function, created at its first record: `<dump_path>/eval-<timestamp>`
+  for Keras' test function (fit's validation, evaluate), `predict-` for its predict function,
+  `train-` for any other (Keras' train function, a custom loop's step). Each function's steps
+  count from 0 and two functions' graphs hold the same op names (fit's validation runs the
+  layers the train step runs; a second compile makes a new train function), so in one directory
+  the later function's step 0 would overwrite the earlier one's files under the earlier records.
 """
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ import threading
 from ...debug.dump_files import DumpWriter
 
 _DATA_DTYPES = None  # filled lazily: dtypes whose values can be written
+_PREFIXES = {"test_function": "eval", "predict_function": "predict"}  # Keras' names for them; others: "train"
 
 
 class _State:
@@ -36,6 +43,7 @@ class _State:
         self.lock = threading.Lock()
         self.local = threading.local()  # guards against the callback seeing its own numpy_function ops
         self.step = None  # the running outermost tf.function's call index, or None
+        self.function = None  # (id, name) of that tf.function, or None
         self.calls = {}  # id(Function) -> calls so far
         self.depth = 0
 
@@ -52,7 +60,19 @@ class DumpSettings:
         self.data = dump_config.dump_data
         self.steps = dump_config.steps
         self.layer = set(dump_config.dump_layer.split()) if dump_config.dump_layer else None
-        self.writer = DumpWriter(dump_config.dump_path, "train")
+        self.root = dump_config.dump_path
+        self.writers = {}  # id of a counted tf.function -> its DumpWriter (directories made at the first write)
+
+    def writer(self, function) -> DumpWriter:
+        """The dump directory's writer of the counted tf.function `function` ((id, name)); call under the lock."""
+        key, name = function
+        if key not in self.writers:
+            self.writers[key] = DumpWriter(self.root, _PREFIXES.get(name, "train"))
+        return self.writers[key]
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
 
     def selected(self, step) -> bool:
         if step is None:
@@ -69,17 +89,18 @@ def _writable(dtype) -> bool:
 def _record(settings: DumpSettings, op_name: str, op_type: str, tensors: list, values: tuple):
     import numpy as np
 
-    step = _state.step
+    step, function = _state.step, _state.function
     if not settings.selected(step):
         return
     with _state.lock:
+        writer = settings.writer(function)
         for (io, slot, tensor_name, floating), value in zip(tensors, values):
             if settings.dump and (settings.mode == "all" or settings.mode == io):
-                settings.writer.write(kind="tensor", step=step, op=op_name, op_type=op_type, io=io, slot=slot,
-                                      tensor=tensor_name, value=value, data=settings.data)
+                writer.write(kind="tensor", step=step, op=op_name, op_type=op_type, io=io, slot=slot,
+                             tensor=tensor_name, value=value, data=settings.data)
             if settings.debug and io == "output" and floating and not np.all(np.isfinite(value)):
-                settings.writer.write(kind="overflow", step=step, op=op_name, op_type=op_type, io=io, slot=slot,
-                                      tensor=tensor_name, value=value, data=settings.data)
+                writer.write(kind="overflow", step=step, op=op_name, op_type=op_type, io=io, slot=slot,
+                             tensor=tensor_name, value=value, data=settings.data)
 
 
 def _callback(settings: DumpSettings):
@@ -91,6 +112,9 @@ def _callback(settings: DumpSettings):
         if "Dataset" in getattr(graph, "name", "") or op_type in ("NoOp", "Placeholder", "Identity", "IdentityN", "EagerPyFunc",
                                                                   "PyFunc", "PyFuncStateless"):
             return None
+        op = getattr(outputs[0], "op", None) if outputs else None
+        if op is not None:  # the graph's unique name: a Const's callback gets the name asked for ("x", "Const")
+            op_name = op.name
         if settings.layer is not None and op_name not in settings.layer:
             return None
         picked = []
@@ -131,11 +155,11 @@ def install(dump_config) -> None:
         with _state.lock:
             step = _state.calls.get(id(self), 0)
             _state.calls[id(self)] = step + 1
-        _state.step, _state.depth = step, 1
+        _state.step, _state.function, _state.depth = step, (id(self), getattr(self, "_name", None)), 1
         try:
             return original(self, *args, **kwargs)
         finally:
-            _state.step, _state.depth = None, 0
+            _state.step, _state.function, _state.depth = None, None, 0
 
     polymorphic_function.Function.__call__ = counted_call
     op_callbacks.add_op_callback(callback)
@@ -152,11 +176,19 @@ def uninstall() -> None:
     callback, original, settings = _installed
     op_callbacks.remove_op_callback(callback)
     polymorphic_function.Function.__call__ = original
-    settings.writer.close()
+    settings.close()
     _state.calls.clear()
     _installed = None
 
 
+def dump_dirs() -> list:
+    """The dump directories this process has written, in the order their functions first recorded."""
+    if not _installed:
+        return []
+    return [w.path for w in _installed[2].writers.values() if w.path is not None]
+
+
 def dump_dir():
-    """The directory this process dumps into (None before the first record)."""
-    return _installed[2].writer.path if _installed else None
+    """The first dump directory this process wrote (None before the first record); see `dump_dirs`."""
+    found = dump_dirs()
+    return found[0] if found else None
