@@ -351,7 +351,10 @@ How the options act (`npurun/adapter/npu_device/runtime.py`, `dump.py`):
   (a warning says so).
 - Dumps and overflow detection (`dump_config`): an op callback adds, next to each op of a `tf.function` graph,
   a `tf.numpy_function` receiving its tensors when the step runs; steps are each function's call count
-  (`dump_step`), records are npurun's dump format (`npurun dump ls|show|compare`).
+  (`dump_step`), records are npurun's dump format (`npurun dump ls|show|compare`). Each counted tf.function
+  writes its own directory under `dump_path` (`train-<time>`, `eval-<time>` for Keras's validation,
+  `predict-<time>`), so a second `compile` + `fit` or a validation pass, which count from step 0 again, do not
+  overwrite the first function's files; ops are named by their graph names.
 - Profiling (`profiling_config`): TensorFlow's profiler writes a trace (TensorBoard's profile format) under
   the `output` directory of `profiling_options`, from `open()` to the end of the process.
 - `npu_device.distribute.*` runs npurun's collectives (the ones NPUDistributedOptimizer uses) in a
@@ -415,24 +418,30 @@ The same 81 folders less those named anywhere in this document (48 left), `rando
 tried in that order where time allowed (the two reading a tfds dataset were left for last), the same way (copied outside the repository, data faked in the format read, shrunk by flags only,
 `npurun check script.py -- FLAGS` first, then `npurun run` with a 300 s limit on the 2 shared cores). A folder named
 by a file (`GAN_ID2351_for_TensorFlow2.X/tf_v2_03_WGAN.py`) was run from its whole folder. This draw had about
-25 minutes in all: 6 were run, 2 (gradient_centralization, learnable_resizer: both read a tfds dataset) were not.
+25 minutes in all: 6 were run, 2 (gradient_centralization, learnable_resizer: both read a tfds dataset) were not;
+those two were run in the next session, with tensorflow-datasets in a `--target` folder and the datasets prepared by
+tfds's own builders from faked source archives.
 
 | script | entry and flags | data faked | before | now | what remains (outside npurun) |
 |---|---|---|---|---|---|
 | PointNet_ID2913 `train.py` | its train_performance_1p.sh's flags, `--max_epoch=2` | 64 + 32 point clouds of 2,048 points in ModelNet40's HDF5 files and file lists | | 2 epochs (TF 1 session loop with an NpuOptimizer session config), eval each epoch, checkpoint saved, exits 0; loss 4.71 → 6.72 on random labels of 40 classes | check marks `custom_op.parameter_map["precision_mode"].b = True` on its `--profiling` branch (not taken): a bool where the adapter wants a string, the script's own bug |
-| gradient_centralization_ID2508 | | | not run (time) | | needs tensorflow-datasets and a faked prepared tfds dataset (not at hand in time) |
+| gradient_centralization_ID2508 `gradient_centralization.py` | its train_performance_1p.sh's flags (`--precision_mode=allow_mix_precision`, every NPU debug flag False), `--data_path=<tfds data_dir> --epochs=1 --batch_size=16`; also its static launcher (`--batch_size=32 --drop_remainder=True`) | a prepared tfds `horses_or_humans` 3.0.0 (64 train + 32 test 300 px png), built by tfds's own builder from faked zips in the real archives' layout | not run (time) | reads the dataset, trains twice (RMSprop, then its `GCRMSprop`), 1 epoch of 4 steps each, saves `checkpoint/tf_model`, exits 0 in 38 s (static: 36 s). Its debugging branches hit 2 npurun gaps, both fixed: `--profiling=True` made `npu_device.open()` raise TypeError (`'ProfilingOptions' object is not subscriptable`; 65 folders enable profiling so), now a TensorBoard trace under the profiling output; `--data_dump_flag=True` with its two compile + fit wrote both fits' step 0 into one directory, the second's files replacing the first's under the first's index records (now one directory per tf.function: `train-`, `eval-`, `predict-`); `--over_dump`, `--auto_tune`, `--use_mixlist`, `--fusion_off_flag` exit 0 (warnings say why the last ones do nothing here) | Keras never calls its `GCRMSprop.get_gradients`, so the second fit is plain RMSprop (on Ascend's TF 2.6 too); `--drop_remainder=False` is True under `type=bool`; tensorflow-datasets 4.9.10 needs `importlib_resources`, which it does not declare |
 | deeplabv3_plus_ID2503 `train.py` | `--epochs=1 --batch_size=4` | 1,004 jpg images with png category masks (32 px) in its `instance-level_human_parsing` layout (it takes the first 1,000 for training, the next 50 for validation) |  | reads the data (cv2 from opencv-python-headless, pip), builds its tf.data pipelines, stops in `keras.applications.ResNet50(weights="imagenet")` | Keras downloads the ImageNet weights (sha256-checked, so a fake file cannot pass) and this machine has no network; with fewer than 1,001 images its validation list is empty and `tf.io.read_file` refuses the float32 empty tensor (the script's own limit) |
 | zero_dce_ID2548 `zero_dce.py` | its launcher's flags, `--epochs=2 --batch_size=16` | 432 + 3 png low-light images in LOL's `our485/low`, `eval15/low` | | loads 400 training images at 256 px, builds the DCE-Net, enters `fit` | its first epoch (25 steps) did not finish in 300 s on the shared 2 cores (timeout) |
 | GAN_ID2351 `tf_v2_03_WGAN.py` | its launcher's flags, `--train_epochs=2` | 512 + 128 MNIST idx images and labels | | 2 epochs of its custom `tf.function` critic / generator steps, exits 0 in 63 s; d_loss 0.016 | with 4 batches per epoch its loop never reaches a generator step (it takes 5 critic batches first): g_loss 0, the script's own logic on small data |
 | siamese_network_ID2539 `siamese_network.py` | its static launcher's flags, `--epochs=1 --batch_size=8` | 40 jpg pairs in its `left/` and `right/` folders | | reads the image lists, builds its triplet tf.data pipeline, stops in `resnet.ResNet50(weights="imagenet")` | the ImageNet weights download (sha256-checked; no network here), as deeplabv3_plus |
 | siamese_contrastive_ID2538 `siamese_contrastive.py` | its launcher's flags, `--epochs=1 --batch_size=16` | none possible: `keras.datasets.mnist.load_data()` | | past its imports and `npu_device.open()`, to loading MNIST | Keras checks mnist.npz's sha256 and downloads it otherwise; no network here (as subclassing_conv_layers in the second draw) |
-| learnable_resizer_ID2518 `learnable_resizer.py` | `--epochs=1 --batch_size=64` | not faked: it reads a prepared tfds `cats_vs_dogs` (`download=False`) | not run to its data (time): with tensorflow-datasets 4.9.10 installed without its dependencies it stops at `import etils` | | tensorflow-datasets and its dependencies (pip), a faked prepared tfds dataset |
+| learnable_resizer_ID2518 `learnable_resizer.py` | its train_performance_1p.sh's flags (`--static=False`, debug flags False), `--data_path=<tfds data_dir> --epoch=1` (batch 64 is fixed; `--epochs` / `--batch_size` are not its flags); also `--static=True --log_steps=2` (its full and static launchers) and `--over_dump=True --profiling=True` | a prepared tfds `cats_vs_dogs` 4.0.1 of 100 jpgs (640 for `--static=True`, whose validation needs a full batch of 64), plus the 1,738 non-JFIF files its builder counts and drops, built by tfds's builder from a faked zip | not run to its data (time): with tensorflow-datasets 4.9.10 installed without its dependencies it stops at `import etils` | builds the learnable resizer + DenseNet121 (weights=None), 1 epoch of 1 step and its validation, `val_accuracy 0.50`, exits 0 in 59 s; static: 4 steps of 64 with its FPS lines, 99 s; overflow check + profiling: a trace, no overflow records, 135 s (before the fix above, TypeError at `npu_device.open()`) | TensorFlow 2.21's grappler logs one `remapper failed` line for its Conv2D + LeakyReLU (plain TensorFlow 2.21 prints it too) |
 
 Of the 8, 6 were run: 2 train to the end and exit 0 (PointNet, WGAN), 1 stops at the time limit (zero_dce),
 3 stop outside npurun at a sha256-checked download with no network (deeplabv3_plus and siamese_network: ImageNet ResNet50
-weights; siamese_contrastive: mnist.npz); 2 were not run in the time this draw had. No npurun gap was found in the 6 run, so this draw added no fix and no
-test. `npurun check`'s predictions agreed with the runs: 0 findings that
-raise for zero_dce, WGAN, deeplabv3_plus and both siamese scripts, 1 for PointNet on a branch its flags do not take.
+weights; siamese_contrastive: mnist.npz). No npurun gap was found in those 6. The other 2, run later, complete on their
+launchers' flags; their NPU debugging flags (`--profiling`, `--data_dump_flag`) hit 2 npurun gaps in `npu_device`,
+both fixed, with tests in their style in `tests/compat/test_npu_device_sample_2030.py` (each failed before its fix).
+So 4 of 8 complete, 3 stop outside npurun (no network), 1 at the time limit: 7 of 8 complete or fail only outside
+npurun. `npurun check`'s predictions agreed with the runs: 0 findings that raise for zero_dce, WGAN, deeplabv3_plus,
+both siamese scripts, gradient_centralization and learnable_resizer (every flag set run), 1 for PointNet on a branch
+its flags do not take; the profiling TypeError was npurun's own bug, which check cannot predict from a script.
 
 `npurun explain --adapter npu_device` (or `npurun explain train.py` for a script that imports npu_device) shows
 the table below for the options given with `--set` / `--config` (dotted attribute names), with the reason each
