@@ -222,3 +222,27 @@ def test_tensorflows_deprecation_notices_are_shown_at_the_scripts_lines_only(tmp
     assert _LIBRARY_DEPRECATIONS.filter(notice(f"{tmp_path / 'train.py'}:18"))
     other = logging.LogRecord("tensorflow", logging.WARNING, __file__, 1, "From %s: something else", ("x.py:1",), None)
     assert _LIBRARY_DEPRECATIONS.filter(other)
+
+
+def test_the_colocation_warning_of_a_gpu_device_placed_on_the_cpu_is_dropped_with_its_block():
+    from npurun._native_stderr import LineFilter
+
+    # what TensorFlow prints per resource when a script's tf.device("/gpu:0") is soft-placed on the CPU
+    block = (b"W0000 00:00:1796397663.197829   28743 colocation_graph.cc:1216] Failed to place the graph without "
+             b"changing the devices of some resources. Some of the operations (that had to be colocated with resource "
+             b"generating operations) are not supported on the resources' devices. Current candidate devices are [\n"
+             b"  /job:localhost/replica:0/task:0/device:CPU:0].\n"
+             b"See below for details of this colocation group:\nColocation Debug Info:\n"
+             b"Colocation group had the following types and supported devices: \n"
+             b"Root Member(assigned_device_name_index_=-1 requested_device_name_='/device:GPU:0')\n"
+             b"AssignVariableOp: CPU \nVarHandleOp: CPU \n\n"
+             b"Colocation members, user-requested devices, and framework assigned devices, if any:\n"
+             b"  v (VarHandleOp) /device:GPU:0\n  v/Assign (AssignVariableOp) /device:GPU:0\n\n")
+    lines = LineFilter(min_level=1, has_nvidia_device=False)
+    passed = b"".join(lines.feed(part) for part in (block[:150], block[150:400], block[400:] + block, b"step 1\n"))
+    assert passed == b"step 1\n"
+    assert LineFilter(min_level=0, has_nvidia_device=False).feed(block) == block, "-v: everything"
+    # a native line that follows ends a block, whatever its state
+    lines = LineFilter(min_level=1, has_nvidia_device=False)
+    assert lines.feed(block[:300] + b"\nE0000 00:00:1 1 x.cc:2] real error\nafter\n") == \
+        b"E0000 00:00:1 1 x.cc:2] real error\nafter\n"

@@ -25,6 +25,14 @@ ROUTINE_WARNINGS = (
     # Keras-on-session script (TF 1.15 had no such check); TensorFlow's own Keras code, not the user's
     "was changed by setting attribute after it was run by a session",
 )
+# WARNING-level native lines that open a block of lines without headers, and the line after which the
+# block ends (the blank line that follows it). TensorFlow's colocation warning: a script that asks for
+# `/gpu:0` (NVIDIA-derived ModelZoo code) and runs with soft placement where there is no GPU gets some
+# 25 lines per resource placed on the CPU, which is what soft placement is for.
+ROUTINE_BLOCKS = {
+    "Failed to place the graph without changing the devices of some resources":
+        "Colocation members, user-requested devices, and framework assigned devices, if any:",
+}
 SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}
 # The `tensorflow` build (which tf-keras requires) looks for a GPU when it first lists devices and logs
 # its failure as an ERROR. On a machine with no NVIDIA device node that is no problem at all; where a
@@ -43,7 +51,7 @@ def keep_native_line(line: str, min_level: int, has_nvidia_device: bool) -> bool
     match = NATIVE_LINE.match(line)
     if match is None:
         return True
-    if any(routine in line for routine in ROUTINE_WARNINGS):
+    if any(routine in line for routine in (*ROUTINE_WARNINGS, *ROUTINE_BLOCKS)):
         return False
     if NO_GPU_LINE in line and not has_nvidia_device:
         return False
@@ -65,6 +73,8 @@ class LineFilter:
         self.min_level, self.has_nvidia_device = min_level, has_nvidia_device
         self.held = b""  # the start of a line not yet decided
         self.passing = False  # the current line's start was passed on: the rest of it follows
+        self.block_end = None  # inside a dropped block: the line after which it ends (then a blank line)
+        self.block_lines = 0
 
     def feed(self, data: bytes) -> bytes:
         out, data = [], self.held + data
@@ -79,8 +89,15 @@ class LineFilter:
                 data, self.passing = data[end + 1:], False
             elif end >= 0:
                 line, data = data[:end + 1], data[end + 1:]
+                if self.block_end is not None and self._in_block(line):
+                    continue
                 if self._keep(line):
                     out.append(line)
+                else:
+                    self._open_block(line)
+            elif self.block_end is not None:
+                self.held = data  # a block's lines are judged whole
+                break
             elif _undecided(data.decode("utf-8", "replace")):
                 self.held = data
                 break
@@ -93,6 +110,28 @@ class LineFilter:
     def close(self) -> bytes:
         held, self.held = self.held, b""
         return held if held and self._keep(held) else b""
+
+    def _open_block(self, line: bytes) -> None:
+        text = line.decode("utf-8", "replace")
+        for opening, last in ROUTINE_BLOCKS.items():
+            if opening in text and self.min_level > 0:
+                self.block_end, self.block_lines = last, 0
+
+    def _in_block(self, line: bytes) -> bool:
+        """Whether `line` belongs to the dropped block (which it closes at its end); a new native line
+        or an overlong block ends it."""
+        text = line.decode("utf-8", "replace")
+        self.block_lines += 1
+        if NATIVE_LINE.match(text) or self.block_lines > 500:
+            self.block_end = None
+            return False
+        if self.block_end == "":  # past the last heading: the block ends at its blank line
+            if not text.strip():
+                self.block_end = None
+            return True
+        if text.startswith(self.block_end):
+            self.block_end = ""
+        return True
 
     def _keep(self, line: bytes) -> bool:
         return keep_native_line(line.decode("utf-8", "replace"), self.min_level, self.has_nvidia_device)
