@@ -6,6 +6,7 @@ lines TensorFlow's C++ code prints at any point of a user's script are filtered,
 while npurun holds the descriptor (`logs._native_stderr_filtered`). As a separate process it outlives
 a crash of the script and still passes on everything the script printed before it.
 """
+import errno
 import os
 import re
 import signal
@@ -149,6 +150,10 @@ def main(argv) -> int:
             data = os.read(0, 65536)
         except InterruptedError:
             continue
+        except OSError as error:  # a pseudo-terminal whose other side closed
+            if error.errno != errno.EIO:
+                raise
+            data = b""
         passed = lines.feed(data) if data else lines.close()
         try:
             while passed:

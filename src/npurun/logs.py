@@ -92,7 +92,10 @@ def filter_native_stderr_for_process() -> None:
     try:
         sys.stderr.flush()
         real = os.dup(2)
-        read_end, write_end = os.pipe()
+        try:
+            read_end, write_end = _terminal_pair() if os.isatty(2) else os.pipe()
+        except (OSError, ImportError):
+            read_end, write_end = os.pipe()
         process = subprocess.Popen(
             [sys.executable, "-I", os.path.join(os.path.dirname(__file__), "_native_stderr.py"), str(min_level),
              "1" if _has_nvidia_device() else "0"],
@@ -104,6 +107,23 @@ def filter_native_stderr_for_process() -> None:
     os.close(write_end)
     _stderr_filter = (process, real)
     atexit.register(_stop_stderr_filter)
+
+
+def _terminal_pair():
+    """A pseudo-terminal for a stderr that is a terminal, so the script still sees one there (progress
+    displays, colours): raw, so bytes pass unchanged, and the real terminal's size."""
+    import fcntl
+    import termios
+
+    reader, writer = os.openpty()
+    try:
+        modes = termios.tcgetattr(writer)
+        modes[1] &= ~termios.OPOST  # output as written: no newline translation
+        termios.tcsetattr(writer, termios.TCSANOW, modes)
+        fcntl.ioctl(writer, termios.TIOCSWINSZ, fcntl.ioctl(2, termios.TIOCGWINSZ, b"\0" * 8))
+    except OSError:
+        pass
+    return reader, writer
 
 
 def _stop_stderr_filter() -> None:

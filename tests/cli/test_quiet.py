@@ -176,3 +176,33 @@ def test_run_of_a_keras_session_script_drops_tensorflows_noise_for_the_whole_run
     own = [line for line in foreign_lines(stderr) if "script line" not in line and "progress" not in line]
     # the one deprecation notice at the script's own line, with its two-line explanation; nothing else
     assert len(own) == 3 and own[0].startswith(f"WARNING:tensorflow:From {script}:18: "), own
+
+
+@pytest.mark.slow
+def test_run_on_a_terminal_keeps_stderr_a_terminal_of_the_same_size(tmp_path):
+    """The noise filter sits between the script and the terminal; the script still sees a terminal on
+    stderr (npurun's progress line, tqdm and coloured logs ask), of the terminal's size."""
+    import fcntl
+    import struct
+    import termios
+
+    script = tmp_path / "tty.py"  # named as a standard module npurun uses here: the script's folder comes first
+    script.write_text("from npu_bridge.npu_init import *\nimport os, sys\n"
+                      "print('stderr', sys.stderr.isatty(), tuple(os.get_terminal_size(2)), file=sys.stderr)\n")
+    reader, writer = os.openpty()
+    fcntl.ioctl(writer, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
+    done = subprocess.run([*NPURUN, "run", str(script)], stdout=subprocess.PIPE, stderr=writer, env=quiet_env(),
+                          cwd=tmp_path, timeout=300)
+    os.close(writer)
+    printed = b""
+    while True:
+        try:
+            chunk = os.read(reader, 65536)
+        except OSError:  # EIO: the terminal's other side is closed
+            break
+        if not chunk:
+            break
+        printed += chunk
+    os.close(reader)
+    assert done.returncode == 0, printed
+    assert b"stderr True (101, 33)" in printed, printed
