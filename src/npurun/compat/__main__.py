@@ -15,6 +15,12 @@ def main(argv=None) -> int:
     docs = commands.add_parser("docs", help="print docs/compat.md, generated from the coverage table")
     docs.set_defaults(handler=_print_docs)
     args = parser.parse_args(argv)
+    if args.command == "run":  # as `npurun run` does (npurun.cli): set-up TensorFlow reads only at its import,
+        from .. import logs  # then TensorFlow imported before the script does, without its start-up banner
+        from ..tools.run import prepare_process
+
+        prepare_process()
+        logs.import_tensorflow()
     return args.handler(args)
 
 
