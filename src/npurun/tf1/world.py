@@ -99,6 +99,11 @@ _EXTRA_MODULES.update({
 _IMPLEMENTATION_PACKAGES = ("python", "core", "contrib", "examples", "tools", "lite", "compiler", "_api", "include",
                             "dtensor", "tsl", "xla_aot_runtime_src")
 _LAYERS_DEPRECATED = r"`tf\.layers\.\w+` is deprecated"
+# tf-keras's UserWarnings that TensorFlow 1.15's Keras never gave, about tf-keras's own code or TF 2's formats:
+# its graph-mode fit reads `Model.state_updates` itself (every Keras fit on a session), and `model.save("x.h5")`,
+# TF 1.15's way to save a model (squeezenet's train_npu.py), is "legacy" to it.
+_KERAS_NOISE = (r"`Model\.state_updates` will be removed in a future version",
+                r"You are saving your model as an HDF5 file via `model\.save\(\)`")
 _NUMPY_ALIASES = {"float": float, "int": int, "bool": bool, "object": object, "str": str, "complex": complex,
                   "long": int, "unicode": str}
 # NumPy 2.0's removed aliases (its __expired_attributes__) that TF 1.15's NumPy had, each the name NumPy points to
@@ -522,6 +527,9 @@ def _is_default_rate(optimizer, learning_rate) -> bool:
         learning_rate is parameter.default or learning_rate == parameter.default)
 
 
+_CONTROL_DEPENDENCY_MARK = "_has_manual_control_dependencies"
+
+
 def _graph_last_id(graph) -> int:
     """TF 2.12's `Graph._last_id`: the id of the op created last in the graph (0 for an empty graph)."""
     return max(graph._nodes_by_id.keys(), default=0)  # noqa: SLF001 - op id -> op, as Graph keeps them
@@ -567,14 +575,16 @@ class TF1World:
         self._module = None
         self._patched = []  # (object, attribute) set by attach()
         self._restore = []  # (object, attribute, original value) replaced by attach()
-        self._warning_filter = None
+        self._warning_filters = []
 
     def install(self):
         sys.meta_path.insert(0, self._finder)
         # tf-keras warns at every tf.layers call site that tf.layers is deprecated; in a TF 1 script that is
         # noise on every run (TF 1.15 logged it once per function).
-        warnings.filterwarnings("ignore", message=_LAYERS_DEPRECATED, category=UserWarning)
-        self._warning_filter = warnings.filters[0]
+        self._warning_filters = []
+        for message in (_LAYERS_DEPRECATED,) + _KERAS_NOISE:
+            warnings.filterwarnings("ignore", message=message, category=UserWarning)
+            self._warning_filters.append(warnings.filters[0])
         self._original_import = original = builtins.__import__
 
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -698,6 +708,8 @@ class TF1World:
             self._absl_str_enums()
             self._keras_2_4_names()
         if self.scripts_get_tf1:
+            self._quiet_control_dependency_marks()
+            self._keras_v1_progress_bar()
             self._keras_shape()
             self._variables_by_name()
             self._variable_truth()
@@ -724,6 +736,61 @@ class TF1World:
 
         tensor.Tensor._keras_shape = property(keras_shape)
         self._patched.append((tensor.Tensor, "_keras_shape"))
+
+    def _quiet_control_dependency_marks(self):
+        """TensorFlow 2's `tf.control_dependencies` marks each control input with the attribute
+        `_has_manual_control_dependencies` (bookkeeping for its MLIR bridge; TensorFlow 1.15 had no such
+        mark). On an op a session has already been given, TensorFlow ignores that change and logs a native
+        WARNING at the next run ("... was changed by setting attribute after it was run by a session"):
+        a Keras 2 model fitted on the script's session after `load_weights` or `K.get_session()` (squeezenet's
+        train_npu.py) logs one per variable. The mark is skipped on such ops, for which it has no effect
+        anyway; ops no session has been given yet still get it."""
+        from tensorflow.python.client import session
+        from tensorflow.python.framework import ops
+
+        base, operation = session.BaseSession, ops.Operation
+        original_extend, original_set_attr = base.__dict__.get("_extend_graph"), operation.__dict__.get("_set_attr")
+        if original_extend is None or original_set_attr is None:
+            return
+
+        def _extend_graph(sess):
+            original_extend(sess)
+            graph = sess.graph
+            version = graph.version
+            if getattr(graph, "_npurun_given_version", None) != version:  # ops added since the last run
+                graph._npurun_given_version = version
+                graph._npurun_given_last_id = _graph_last_id(graph)
+
+        def _set_attr(op, attr_name, attr_value):
+            if attr_name == _CONTROL_DEPENDENCY_MARK and op._id <= getattr(op.graph, "_npurun_given_last_id", 0):
+                return
+            original_set_attr(op, attr_name, attr_value)
+
+        base._extend_graph = _extend_graph
+        operation._set_attr = _set_attr
+        self._restore.append((base, "_extend_graph", original_extend))
+        self._restore.append((operation, "_set_attr", original_set_attr))
+
+    def _keras_v1_progress_bar(self):
+        """Keras fit in graph mode with `steps_per_epoch` (squeezenet's train_npu.py) shows the loss and metrics on
+        its progress bar, as TensorFlow 1.15's Keras did; tf-keras's ProgbarLogger also showed the graph-mode loop's
+        per-batch bookkeeping, `batch: 49.5000 - size: 1.0000`, as if they were metrics."""
+        try:
+            from tf_keras.src import callbacks
+        except ImportError:
+            return
+        cls = callbacks.ProgbarLogger
+        original = cls.__dict__.get("_batch_update_progbar")
+        if original is None:
+            return
+
+        def _batch_update_progbar(self, batch, logs=None):
+            if self.use_steps and logs and "batch" in logs and "size" in logs:  # the graph-mode loop's batch_logs
+                logs = {key: value for key, value in logs.items() if key not in ("batch", "size", "num_steps")}
+            return original(self, batch, logs)
+
+        cls._batch_update_progbar = _batch_update_progbar
+        self._restore.append((cls, "_batch_update_progbar", original))
 
     def _variable_truth(self):
         """`if var:` on a variable in a graph is True, as on TensorFlow 1.15's ref variables (which had no
@@ -918,9 +985,12 @@ class TF1World:
             sys.meta_path.remove(self._finder)
         if self._original_import is not None and builtins.__import__ is not self._original_import:
             builtins.__import__ = self._original_import
-        if self._warning_filter in warnings.filters:
-            warnings.filters.remove(self._warning_filter)
+        removed = [entry for entry in self._warning_filters if entry in warnings.filters]
+        for entry in removed:
+            warnings.filters.remove(entry)
+        if removed:
             getattr(warnings, "_filters_mutated", lambda: None)()  # what filterwarnings() itself calls
+        self._warning_filters = []
         for name in list(sys.modules):
             if name.startswith(("tensorflow.contrib", "tensorflow_core")) or name in _EXTRA_MODULES:
                 del sys.modules[name]
