@@ -44,7 +44,10 @@ print("GPU available:", tf.test.is_gpu_available())
 # then `fit` on a tf.data dataset with `steps_per_epoch` and `model.save("....h5")`. TensorFlow 2's
 # `tf.control_dependencies` marked ops the session already had, and TensorFlow logged "W0000 ... c_api.cc:305]
 # Operation '...' was changed by setting attribute after it was run by a session" for each; the progress bar showed
-# `batch: 0.5000 - size: 1.0000` as metrics; tf-keras warned about its own `Model.state_updates` and the HDF5 format.
+# `batch: 0.5000 - size: 1.0000` as metrics; tf-keras warned about its own `Model.state_updates` and the HDF5 format;
+# Keras's check that the dataset is shuffled added a DatasetToGraphV2 op to the graph, whose types TensorFlow 2's type
+# inference then logged as a failure ("W0000 ... type_inference.cc:340] Type inference failed ...", 50 lines). TF 1.15's
+# check warned, as this one does, that the dataset is not shuffled.
 SQUEEZENET_STYLE_SCRIPT = '''\
 import numpy as np
 import tensorflow as tf
@@ -130,3 +133,9 @@ def test_squeezenet_style_keras_fit_shows_no_tensorflow_chatter(squeezenet_run):
     assert "batch:" not in squeezenet_run.stdout and "size:" not in squeezenet_run.stdout
     assert "state_updates" not in squeezenet_run.stderr
     assert "HDF5 file" not in squeezenet_run.stderr
+    assert "Type inference failed" not in squeezenet_run.stderr and "TFT_" not in squeezenet_run.stderr
+    assert _NATIVE_LINE.findall(squeezenet_run.stderr) == [], squeezenet_run.stderr
+
+
+def test_squeezenet_style_unshuffled_dataset_is_still_named(squeezenet_run):
+    assert "Expected a shuffled dataset but input dataset `x` is not shuffled" in squeezenet_run.stderr

@@ -530,6 +530,34 @@ def _is_default_rate(optimizer, learning_rate) -> bool:
 _CONTROL_DEPENDENCY_MARK = "_has_manual_control_dependencies"
 
 
+# tf.data's dataset classes (TensorFlow 2.21's names without the leading "_" and a V1/V2 suffix) whose inputs are
+# all their datasets: a shuffle cannot hide in one of them (TensorFlow 1.15's `assert_not_shuffled` list).
+_PLAIN_DATASETS = frozenset((
+    "Batch", "Cache", "Concatenate", "DatasetV1Adapter", "Filter", "FixedLengthRecord", "MapAndBatch", "Map",
+    "Options", "PaddedBatch", "ParallelMap", "Prefetch", "Range", "Repeat", "Shard", "Skip", "SparseTensorSlice",
+    "Take", "Tensor", "TensorSlice", "TextLine", "TFRecord", "Unbatch", "Window", "Zip"))
+
+
+def _may_be_shuffled(dataset, depth=0) -> bool:
+    """TensorFlow 1.15's Keras check, on the dataset's Python objects: False only when every dataset down to
+    the sources is a plain one (`_PLAIN_DATASETS`) and none shuffles."""
+    name = type(dataset).__name__.lstrip("_")
+    if "Shuffle" in name or depth > 200:
+        return True
+    for suffix in ("V1", "V2"):
+        if name.endswith(suffix) and name != "DatasetV1Adapter":
+            name = name[:-len(suffix)]
+    if name.endswith("Dataset"):
+        name = name[:-len("Dataset")]
+    if name not in _PLAIN_DATASETS:
+        return True
+    try:
+        inputs = dataset._inputs()  # noqa: SLF001 - the datasets a tf.data dataset reads
+    except Exception:  # noqa: BLE001 - a dataset that cannot say: it may be shuffled
+        return True
+    return any(_may_be_shuffled(child, depth + 1) for child in inputs)
+
+
 def _graph_last_id(graph) -> int:
     """TF 2.12's `Graph._last_id`: the id of the op created last in the graph (0 for an empty graph)."""
     return max(graph._nodes_by_id.keys(), default=0)  # noqa: SLF001 - op id -> op, as Graph keeps them
@@ -710,6 +738,7 @@ class TF1World:
         if self.scripts_get_tf1:
             self._quiet_control_dependency_marks()
             self._keras_v1_progress_bar()
+            self._keras_dataset_check_quiet()
             self._keras_shape()
             self._variables_by_name()
             self._variable_truth()
@@ -770,6 +799,35 @@ class TF1World:
         operation._set_attr = _set_attr
         self._restore.append((base, "_extend_graph", original_extend))
         self._restore.append((operation, "_set_attr", original_set_attr))
+
+    def _keras_dataset_check_quiet(self):
+        """Keras fit on a tf.data dataset in graph mode (squeezenet's train_npu.py) checks that the dataset is
+        shuffled. tf-keras adds a `DatasetToGraphV2` op to the script's graph to read the dataset's graph, and at the
+        session's next run TensorFlow 2's type inference logs that op's types as a failure it then ignores (some 50
+        lines). TensorFlow 1.15's Keras walked the dataset's Python objects instead (`assert_not_shuffled`), adding
+        nothing to the graph; so does this check in graph mode, with TF 1.15's answer: shuffled when a shuffle is
+        found or when a dataset of another kind (interleave, flat_map, ...) may hide one, and the warning that the
+        dataset is not shuffled only when the walk reaches its sources through plain datasets."""
+        try:
+            from tensorflow.python.eager import context
+            from tf_keras.src.engine import training_utils_v1
+        except ImportError:
+            return
+        original = training_utils_v1.__dict__.get("verify_dataset_shuffled")
+        if original is None:
+            return
+
+        def verify_dataset_shuffled(x):
+            if context.executing_eagerly():
+                return original(x)
+            shuffled = _may_be_shuffled(x)
+            if not shuffled:
+                training_utils_v1.logging.warning("Expected a shuffled dataset but input dataset `x` is not shuffled. "
+                                                  "Please invoke `shuffle()` on input dataset.")
+            return shuffled
+
+        training_utils_v1.verify_dataset_shuffled = verify_dataset_shuffled
+        self._restore.append((training_utils_v1, "verify_dataset_shuffled", original))
 
     def _keras_v1_progress_bar(self):
         """Keras fit in graph mode with `steps_per_epoch` (squeezenet's train_npu.py) shows the loss and metrics on
