@@ -533,7 +533,7 @@ _CONTROL_DEPENDENCY_MARK = "_has_manual_control_dependencies"
 # tf.data's dataset classes (TensorFlow 2.21's names without the leading "_" and a V1/V2 suffix) whose inputs are
 # all their datasets: a shuffle cannot hide in one of them (TensorFlow 1.15's `assert_not_shuffled` list).
 _PLAIN_DATASETS = frozenset((
-    "Batch", "Cache", "Concatenate", "DatasetV1Adapter", "Filter", "FixedLengthRecord", "MapAndBatch", "Map",
+    "Batch", "Cache", "Concatenate", "Filter", "FixedLengthRecord", "MapAndBatch", "Map",
     "Options", "PaddedBatch", "ParallelMap", "Prefetch", "Range", "Repeat", "Shard", "Skip", "SparseTensorSlice",
     "Take", "Tensor", "TensorSlice", "TextLine", "TFRecord", "Unbatch", "Window", "Zip"))
 
@@ -544,8 +544,10 @@ def _may_be_shuffled(dataset, depth=0) -> bool:
     name = type(dataset).__name__.lstrip("_")
     if "Shuffle" in name or depth > 200:
         return True
+    if name == "DatasetV1Adapter" and hasattr(dataset, "_dataset"):  # graph mode's wrapper of each dataset
+        return _may_be_shuffled(dataset._dataset, depth + 1)  # noqa: SLF001 - the dataset it wraps
     for suffix in ("V1", "V2"):
-        if name.endswith(suffix) and name != "DatasetV1Adapter":
+        if name.endswith(suffix):
             name = name[:-len(suffix)]
     if name.endswith("Dataset"):
         name = name[:-len("Dataset")]
