@@ -147,7 +147,8 @@ def _stop_stderr_filter() -> None:
 
 def import_tensorflow():
     """`import tensorflow`, without the start-up banner unless detail was asked for (see module doc)."""
-    if "tensorflow" in sys.modules:
+    if "tensorflow" in sys.modules:  # imported by the user's code before npurun
+        _quiet_first_discovery()
         return sys.modules["tensorflow"]
     min_level = native_min_level()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", str(min_level))
@@ -159,6 +160,7 @@ def import_tensorflow():
         import tensorflow
     # No device listing here: listing devices makes TensorFlow read TF_XLA_FLAGS, once per process,
     # before npurun's plan could set them (the compile cache folder); see `list_gpus`.
+    _quiet_first_discovery()
     return tensorflow
 
 
@@ -182,6 +184,55 @@ def list_gpus() -> list:
         gpus = tensorflow.config.list_physical_devices("GPU")
     _discovered = True
     return gpus
+
+
+# TensorFlow's native entry points that list devices (its discovery, which logs the cuInit line once
+# per process): a graph session, the eager context, `tf.config.list_physical_devices`, and
+# `device_lib.list_local_devices` (`tf.test.is_gpu_available`). Each is read as a module attribute
+# when called, so a wrapper there covers every Python path to it.
+_DISCOVERY_ENTRIES = (
+    ("tensorflow.python.client.pywrap_tf_session", "TF_NewSessionRef"),
+    ("tensorflow.python.pywrap_tfe", "TFE_NewContext"),
+    ("tensorflow.python.pywrap_tfe", "TF_ListPhysicalDevices"),
+    ("tensorflow.python.client._pywrap_device_lib", "list_devices"),
+)
+
+
+def _quiet_first_discovery() -> None:
+    """The first device discovery, by whichever entry a script reaches first (its own `tf.Session`,
+    `tf.test.is_gpu_available()`, ...), runs with the no-GPU cuInit line filtered, as `list_gpus`'s
+    does; later calls go straight through. Nothing changes when detail is asked for or a GPU node exists."""
+    import importlib
+
+    for module_name, attribute in _DISCOVERY_ENTRIES:
+        try:
+            module = importlib.import_module(module_name)
+        except (ImportError, AttributeError):  # another TensorFlow layout: its discovery is left as it is
+            continue
+        original = getattr(module, attribute, None)
+        if original is None or getattr(original, "_npurun_discovery", False):
+            continue
+        setattr(module, attribute, _first_discovery_filtered(original))
+
+
+def _first_discovery_filtered(original):
+    def entry(*args, **kwargs):
+        global _discovered
+        if _discovered:
+            return original(*args, **kwargs)
+        min_level = native_min_level()
+        if min_level <= 0 or _has_nvidia_device():
+            _discovered = True
+            return original(*args, **kwargs)
+        with _native_stderr_filtered(min_level):
+            result = original(*args, **kwargs)
+        _discovered = True
+        return result
+
+    entry._npurun_discovery = True
+    entry.__name__ = getattr(original, "__name__", "entry")
+    entry.__wrapped__ = original
+    return entry
 
 
 class _native_stderr_filtered:

@@ -102,6 +102,11 @@ _IMPLEMENTATION_PACKAGES = ("python", "core", "contrib", "examples", "tools", "l
 _LAYERS_DEPRECATED = r"`tf\.layers\.\w+` is deprecated"
 # tf-keras's optimizers warn that `lr` is deprecated: in a TF 1 script's Keras it is the argument's name
 _KERAS_LR_DEPRECATED = r"The `lr` argument is deprecated"
+# tf-keras's UserWarnings that TensorFlow 1.15's Keras never gave, about tf-keras's own code or TF 2's formats:
+# its graph-mode fit reads `Model.state_updates` itself (every Keras fit on a session), and `model.save("x.h5")`,
+# TF 1.15's way to save a model (squeezenet's train_npu.py), is "legacy" to it.
+_KERAS_NOISE = (r"`Model\.state_updates` will be removed in a future version",
+                r"You are saving your model as an HDF5 file via `model\.save\(\)`")
 _NUMPY_ALIASES = {"float": float, "int": int, "bool": bool, "object": object, "str": str, "complex": complex,
                   "long": int, "unicode": str}
 # NumPy 2.0's removed aliases (its __expired_attributes__) that TF 1.15's NumPy had, each the name NumPy points to
@@ -541,6 +546,39 @@ def _is_default_rate(optimizer, learning_rate) -> bool:
         learning_rate is parameter.default or learning_rate == parameter.default)
 
 
+_CONTROL_DEPENDENCY_MARK = "_has_manual_control_dependencies"
+
+
+# tf.data's dataset classes (TensorFlow 2.21's names without the leading "_" and a V1/V2 suffix) whose inputs are
+# all their datasets: a shuffle cannot hide in one of them (TensorFlow 1.15's `assert_not_shuffled` list).
+_PLAIN_DATASETS = frozenset((
+    "Batch", "Cache", "Concatenate", "Filter", "FixedLengthRecord", "MapAndBatch", "Map",
+    "Options", "PaddedBatch", "ParallelMap", "Prefetch", "Range", "Repeat", "Shard", "Skip", "SparseTensorSlice",
+    "Take", "Tensor", "TensorSlice", "TextLine", "TFRecord", "Unbatch", "Window", "Zip"))
+
+
+def _may_be_shuffled(dataset, depth=0) -> bool:
+    """TensorFlow 1.15's Keras check, on the dataset's Python objects: False only when every dataset down to
+    the sources is a plain one (`_PLAIN_DATASETS`) and none shuffles."""
+    name = type(dataset).__name__.lstrip("_")
+    if "Shuffle" in name or depth > 200:
+        return True
+    if name == "DatasetV1Adapter" and hasattr(dataset, "_dataset"):  # graph mode's wrapper of each dataset
+        return _may_be_shuffled(dataset._dataset, depth + 1)  # noqa: SLF001 - the dataset it wraps
+    for suffix in ("V1", "V2"):
+        if name.endswith(suffix):
+            name = name[:-len(suffix)]
+    if name.endswith("Dataset"):
+        name = name[:-len("Dataset")]
+    if name not in _PLAIN_DATASETS:
+        return True
+    try:
+        inputs = dataset._inputs()  # noqa: SLF001 - the datasets a tf.data dataset reads
+    except Exception:  # noqa: BLE001 - a dataset that cannot say: it may be shuffled
+        return True
+    return any(_may_be_shuffled(child, depth + 1) for child in inputs)
+
+
 def _graph_last_id(graph) -> int:
     """TF 2.12's `Graph._last_id`: the id of the op created last in the graph (0 for an empty graph)."""
     return max(graph._nodes_by_id.keys(), default=0)  # noqa: SLF001 - op id -> op, as Graph keeps them
@@ -586,18 +624,19 @@ class TF1World:
         self._module = None
         self._patched = []  # (object, attribute) set by attach()
         self._restore = []  # (object, attribute, original value) replaced by attach()
-        self._warning_filter = None
-        self._lr_warning_filter = None
+        self._warning_filters = []
 
     def install(self):
         sys.meta_path.insert(0, self._finder)
         # tf-keras warns at every tf.layers call site that tf.layers is deprecated; in a TF 1 script that is
         # noise on every run (TF 1.15 logged it once per function).
-        warnings.filterwarnings("ignore", message=_LAYERS_DEPRECATED, category=UserWarning)
-        self._warning_filter = warnings.filters[0]
+        self._warning_filters = []
+        for message in (_LAYERS_DEPRECATED,) + _KERAS_NOISE:
+            warnings.filterwarnings("ignore", message=message, category=UserWarning)
+            self._warning_filters.append(warnings.filters[0])
         if self.scripts_get_keras2:
             warnings.filterwarnings("ignore", message=_KERAS_LR_DEPRECATED, category=UserWarning)
-            self._lr_warning_filter = warnings.filters[0]
+            self._warning_filters.append(warnings.filters[0])
         logging.getLogger("tensorflow").addFilter(_LIBRARY_DEPRECATIONS)
         self._original_import = original = builtins.__import__
 
@@ -722,6 +761,9 @@ class TF1World:
             self._absl_str_enums()
             self._keras_2_4_names()
         if self.scripts_get_tf1:
+            self._quiet_control_dependency_marks()
+            self._keras_v1_progress_bar()
+            self._keras_dataset_check_quiet()
             self._keras_shape()
             self._variables_by_name()
             self._variable_truth()
@@ -749,6 +791,90 @@ class TF1World:
 
         tensor.Tensor._keras_shape = property(keras_shape)
         self._patched.append((tensor.Tensor, "_keras_shape"))
+
+    def _quiet_control_dependency_marks(self):
+        """TensorFlow 2's `tf.control_dependencies` marks each control input with the attribute
+        `_has_manual_control_dependencies` (bookkeeping for its MLIR bridge; TensorFlow 1.15 had no such
+        mark). On an op a session has already been given, TensorFlow ignores that change and logs a native
+        WARNING at the next run ("... was changed by setting attribute after it was run by a session"):
+        a Keras 2 model fitted on the script's session after `load_weights` or `K.get_session()` (squeezenet's
+        train_npu.py) logs one per variable. The mark is skipped on such ops, for which it has no effect
+        anyway; ops no session has been given yet still get it."""
+        from tensorflow.python.client import session
+        from tensorflow.python.framework import ops
+
+        base, operation = session.BaseSession, ops.Operation
+        original_extend, original_set_attr = base.__dict__.get("_extend_graph"), operation.__dict__.get("_set_attr")
+        if original_extend is None or original_set_attr is None:
+            return
+
+        def _extend_graph(sess):
+            original_extend(sess)
+            graph = sess.graph
+            version = graph.version
+            if getattr(graph, "_npurun_given_version", None) != version:  # ops added since the last run
+                graph._npurun_given_version = version
+                graph._npurun_given_last_id = _graph_last_id(graph)
+
+        def _set_attr(op, attr_name, attr_value):
+            if attr_name == _CONTROL_DEPENDENCY_MARK and op._id <= getattr(op.graph, "_npurun_given_last_id", 0):
+                return
+            original_set_attr(op, attr_name, attr_value)
+
+        base._extend_graph = _extend_graph
+        operation._set_attr = _set_attr
+        self._restore.append((base, "_extend_graph", original_extend))
+        self._restore.append((operation, "_set_attr", original_set_attr))
+
+    def _keras_dataset_check_quiet(self):
+        """Keras fit on a tf.data dataset in graph mode (squeezenet's train_npu.py) checks that the dataset is
+        shuffled. tf-keras adds a `DatasetToGraphV2` op to the script's graph to read the dataset's graph, and at the
+        session's next run TensorFlow 2's type inference logs that op's types as a failure it then ignores (some 50
+        lines). TensorFlow 1.15's Keras walked the dataset's Python objects instead (`assert_not_shuffled`), adding
+        nothing to the graph; so does this check in graph mode, with TF 1.15's answer: shuffled when a shuffle is
+        found or when a dataset of another kind (interleave, flat_map, ...) may hide one, and the warning that the
+        dataset is not shuffled only when the walk reaches its sources through plain datasets."""
+        try:
+            from tensorflow.python.eager import context
+            from tf_keras.src.engine import training_utils_v1
+        except ImportError:
+            return
+        original = training_utils_v1.__dict__.get("verify_dataset_shuffled")
+        if original is None:
+            return
+
+        def verify_dataset_shuffled(x):
+            if context.executing_eagerly():
+                return original(x)
+            shuffled = _may_be_shuffled(x)
+            if not shuffled:
+                training_utils_v1.logging.warning("Expected a shuffled dataset but input dataset `x` is not shuffled. "
+                                                  "Please invoke `shuffle()` on input dataset.")
+            return shuffled
+
+        training_utils_v1.verify_dataset_shuffled = verify_dataset_shuffled
+        self._restore.append((training_utils_v1, "verify_dataset_shuffled", original))
+
+    def _keras_v1_progress_bar(self):
+        """Keras fit in graph mode with `steps_per_epoch` (squeezenet's train_npu.py) shows the loss and metrics on
+        its progress bar, as TensorFlow 1.15's Keras did; tf-keras's ProgbarLogger also showed the graph-mode loop's
+        per-batch bookkeeping, `batch: 49.5000 - size: 1.0000`, as if they were metrics."""
+        try:
+            from tf_keras.src import callbacks
+        except ImportError:
+            return
+        cls = callbacks.ProgbarLogger
+        original = cls.__dict__.get("_batch_update_progbar")
+        if original is None:
+            return
+
+        def _batch_update_progbar(self, batch, logs=None):
+            if self.use_steps and logs and "batch" in logs and "size" in logs:  # the graph-mode loop's batch_logs
+                logs = {key: value for key, value in logs.items() if key not in ("batch", "size", "num_steps")}
+            return original(self, batch, logs)
+
+        cls._batch_update_progbar = _batch_update_progbar
+        self._restore.append((cls, "_batch_update_progbar", original))
 
     def _variable_truth(self):
         """`if var:` on a variable in a graph is True, as on TensorFlow 1.15's ref variables (which had no
@@ -966,10 +1092,12 @@ class TF1World:
             sys.meta_path.remove(self._finder)
         if self._original_import is not None and builtins.__import__ is not self._original_import:
             builtins.__import__ = self._original_import
-        for own in (self._warning_filter, self._lr_warning_filter):
-            if own in warnings.filters:
-                warnings.filters.remove(own)
-                getattr(warnings, "_filters_mutated", lambda: None)()  # what filterwarnings() itself calls
+        removed = [entry for entry in self._warning_filters if entry in warnings.filters]
+        for entry in removed:
+            warnings.filters.remove(entry)
+        if removed:
+            getattr(warnings, "_filters_mutated", lambda: None)()  # what filterwarnings() itself calls
+        self._warning_filters = []
         logging.getLogger("tensorflow").removeFilter(_LIBRARY_DEPRECATIONS)
         for name in list(sys.modules):
             if name.startswith(("tensorflow.contrib", "tensorflow_core")) or name in _EXTRA_MODULES:
