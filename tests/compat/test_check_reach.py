@@ -56,18 +56,18 @@ def test_a_branch_chosen_by_a_config_dict_or_a_string_is_only_if(tmp_path):
                 return tf.reduce_mean(x)
 
             def cramer(self, opts, x):
-                return tf.contrib.distributions.Normal(0., 1.).cdf(x)
+                return tf.contrib.distributions.MultivariateNormalDiag([0.], [1.]).cdf(x)
         """})
     found = _by_name(tmp_path / "train.py")
     assert _raising(tmp_path / "train.py") == set()
     reader = found["tensorflow.contrib.bigtable.BigtableClient"]
     assert "only if `opts['dataset'] == 'celebA'`" in reader.status
-    normal = found["tensorflow.contrib.distributions.Normal"]
+    normal = found["tensorflow.contrib.distributions.MultivariateNormalDiag"]
     assert "only if `opts['z_test'] == 'cramer'`" in normal.status and "cramer" in normal.detail
     # the same use in the branch every configuration takes raises
     text = (tmp_path / "model.py").read_text().replace("return tf.reduce_mean(x)", "return self.cramer(opts, x)")
     (tmp_path / "model.py").write_text(text)
-    assert _raising(tmp_path / "train.py") == {("model.py", "tensorflow.contrib.distributions.Normal")}
+    assert _raising(tmp_path / "train.py") == {("model.py", "tensorflow.contrib.distributions.MultivariateNormalDiag")}
 
 
 def test_a_function_nothing_the_run_reaches_calls_is_only_if_called(tmp_path):
@@ -101,7 +101,7 @@ def test_a_function_nothing_the_run_reaches_calls_is_only_if_called(tmp_path):
 
 
         def entropy(logits):
-            return tf.contrib.distributions.Categorical(logits=logits).entropy()
+            return tf.contrib.distributions.OneHotCategorical(logits=logits).entropy()
 
 
         def entropy_penalty(logits):
@@ -115,13 +115,13 @@ def test_a_function_nothing_the_run_reaches_calls_is_only_if_called(tmp_path):
     script = tmp_path / "mixmatch.py"
     found = _by_name(script)
     assert _raising(script) == set()
-    assert "only if `entropy` is called" in found["tensorflow.contrib.distributions.Categorical"].status
+    assert "only if `entropy` is called" in found["tensorflow.contrib.distributions.OneHotCategorical"].status
     assert "only if `_moments` is called" in found["tensorflow.contrib.tpu.cross_replica_sum"].status
     assert "only if `host_call_fn` is called" in found["tensorflow.contrib.summary.scalar"].status
     # called from code that runs (through a chain), it raises
     text = script.read_text().replace("return layers.mse(x, x)", "return layers.entropy_penalty(x)")
     script.write_text(text)
-    assert _raising(script) == {("libml/layers.py", "tensorflow.contrib.distributions.Categorical")}
+    assert _raising(script) == {("libml/layers.py", "tensorflow.contrib.distributions.OneHotCategorical")}
 
 
 def test_a_local_module_imported_only_under_a_flag_is_only_if(tmp_path):

@@ -32,7 +32,7 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
   as in the NumPy of TensorFlow 1.15 and of the TF 2.4-era npu_device scripts (NumPy 1.19); absl flags take a
   str `enum_values` as absl-py 0.x did (both script kinds); `time.clock` (Python 3.7's, removed in 3.8) is
-  `time.process_time` (TF 1 scripts).
+  `time.process_time` and `inspect.getargspec` (removed in 3.11) is back (TF 1 scripts).
 - With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
   shapes and tensor equality, v1 control flow) is switched on when a script first imports
   TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
@@ -776,6 +776,31 @@ class TF1World:
             if not hasattr(time, "clock"):
                 time.clock = time.process_time
                 self._patched.append((time, "clock"))
+            self._inspect_getargspec()
+
+    def _inspect_getargspec(self):
+        """`inspect.getargspec` (Python 3.7's, which TensorFlow 1.15 ran on; removed in 3.11): the named tuple
+        `ArgSpec(args, varargs, keywords, defaults)` of `getfullargspec`, refusing keyword-only parameters and
+        annotations with 3.7's ValueError. 18 ModelZoo folders call it (autoaugment.py's `_parse_policy_info`
+        asks whether an augmentation takes `prob`: ASSEMBLED-CNN_ID0941, EfficientNet-style input pipelines)."""
+        import collections
+        import inspect
+
+        if hasattr(inspect, "getargspec"):
+            return
+        if not hasattr(inspect, "ArgSpec"):
+            inspect.ArgSpec = collections.namedtuple("ArgSpec", "args varargs keywords defaults")
+            self._patched.append((inspect, "ArgSpec"))
+
+        def getargspec(func):
+            spec = inspect.getfullargspec(func)
+            if spec.kwonlyargs or spec.annotations:
+                raise ValueError("Function has keyword-only parameters or annotations, use inspect.signature() "
+                                 "API which can support them")
+            return inspect.ArgSpec(spec.args, spec.varargs, spec.varkw, spec.defaults)
+
+        inspect.getargspec = getargspec
+        self._patched.append((inspect, "getargspec"))
 
     def _keras_shape(self):
         """`x._keras_shape` on a graph tensor: standalone Keras 2.0-2.3 (TensorFlow 1.15 scripts' `keras`) set it

@@ -168,6 +168,21 @@ ESTIMATOR.update({name: Unsupported("use tf.estimator") for name in (
     "multi_label_head", "build_supervised_input_receiver_fn_from_input_fn", "TowerOptimizer", "replicate_model_fn",
     "export_all_saved_models", "SavedModelEstimator")})
 
+# contrib.distributions: TF 1.15 re-exported the core tf.distributions classes, which TensorFlow 2 still has as
+# tf.compat.v1.distributions (ASSEMBLED-CNN's mixup Beta, ADAGAN's Normal, mixmatch's Categorical + kl_divergence),
+# and percentile (written here: DeepMatchVO, ProtoAttend); its contrib-only distributions need tensorflow-probability
+_CORE_DISTRIBUTIONS = ("Bernoulli", "Beta", "Categorical", "Dirichlet", "DirichletMultinomial", "Distribution",
+                       "Exponential", "FULLY_REPARAMETERIZED", "Gamma", "Laplace", "Multinomial", "NOT_REPARAMETERIZED",
+                       "Normal", "RegisterKL", "ReparameterizationType", "StudentT", "Uniform", "kl_divergence")
+DISTRIBUTIONS = _from(_V1, rename={name: f"{_V1}:distributions.{name}" for name in _CORE_DISTRIBUTIONS})
+DISTRIBUTIONS["percentile"] = Mapped("npurun.tf1.contrib.distributions:percentile")
+DISTRIBUTIONS.update({name: Unsupported("a contrib-only distribution; use tensorflow-probability") for name in (
+    "MultivariateNormalDiag", "MultivariateNormalTriL", "MultivariateNormalFullCovariance", "RelaxedOneHotCategorical",
+    "RelaxedBernoulli", "OneHotCategorical", "Logistic", "Poisson", "Binomial", "Mixture", "MixtureSameFamily",
+    "TransformedDistribution", "bijectors", "Independent", "Deterministic", "NormalWithSoftplusScale",
+    "MultivariateNormalDiagWithSoftplusScale", "GammaWithSoftplusConcentrationRate", "Geometric", "Chi2",
+    "InverseGamma", "WishartCholesky", "Cauchy", "Gumbel", "HalfNormal", "VonMises", "Kumaraswamy")})
+
 # contrib.tfprof: a disabled ProfileContext around training, model_analyzer in eval / export (7 folders)
 _TFPROF = "npurun.tf1.contrib.tfprof"
 TFPROF = {"ProfileContext": Mapped(f"{_TFPROF}:ProfileContext", "disabled, an empty context (as in TF 1.15); "
@@ -185,7 +200,7 @@ NN = {"conv1d_transpose": Mapped(_target(f"{_V1}:nn.conv1d_transpose"))}
 MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
            "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE, "summary": SUMMARY, "learn": LEARN,
            "util": UTIL, "lookup": LOOKUP, "crf": CRF, "estimator": ESTIMATOR, "tfprof": TFPROF,
-           "nn": NN}
+           "nn": NN, "distributions": DISTRIBUTIONS}
 # Whole modules that are another package.
 PACKAGES = {"slim": _SLIM}
 UNSUPPORTED_MODULES = {
@@ -195,7 +210,7 @@ UNSUPPORTED_MODULES = {
     "mixed_precision": "use npu_bridge's NPULossScaleOptimizer with a loss-scale manager",
     "hccl": "use npu_bridge.hccl / hccl.manage.api",
     "seq2seq": _NOT_PORTED, "cudnn_rnn": _NOT_PORTED,
-    "quantize": _NOT_PORTED, "distributions": "use tensorflow-probability",
+    "quantize": _NOT_PORTED,
     "sparsemax": _NOT_PORTED, "cloud": _NOT_PORTED,
     "compiler": _NOT_PORTED, "keras": "use tf.keras",
     "legacy_seq2seq": _NOT_PORTED, "losses": _NOT_PORTED,
@@ -228,7 +243,8 @@ IMPORT_ONLY_PATHS = {
 # Model folders of Ascend/ModelZoo-TensorFlow using each tf.contrib module (counted while building this).
 MODELZOO_FOLDERS = {"layers": 260, "slim": 141, "data": 111, "framework": 73, "tpu": 52, "rnn": 46,
                     "training": 38, "cluster_resolver": 34, "image": 32, "distribute": 22, "opt": 21,
-                    "metrics": 16, "summary": 13, "learn": 34, "util": 8, "lookup": 7, "tfprof": 7, "nn": 2}
+                    "metrics": 16, "summary": 13, "learn": 34, "util": 8, "lookup": 7, "tfprof": 7, "nn": 2,
+                    "distributions": 8}
 
 
 def _error(name: str, why: str) -> AdapterAPIError:
