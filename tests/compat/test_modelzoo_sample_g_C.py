@@ -200,3 +200,59 @@ def test_after_create_session_fetches_model_fn_constant(tmp_path):
     assert "step at start 0" in done.stdout and "# at end: 23" in done.stdout, done.stdout[-2000:]
     assert "saved results/at_end.ckpt" in done.stdout, done.stdout[-2000:]
     assert "trained" in done.stdout, done.stdout[-2000:]
+
+
+# EDVR_ID0056's tools/main.py, run from the model folder (`cd $cur_path/../; python3 tools/main.py ...`): it puts
+# '.' on sys.path and imports its packages from there (`ascendcv.utils.misc`, whose set_global_random_seed calls
+# tf.set_random_seed); nothing next to tools/main.py is TensorFlow 1 code. Its modules decide the TF 1 world too.
+CWD_PACKAGE_ENTRY = '''\
+import os
+import sys
+
+sys.path.append('.')
+
+from vsrlib.utils.misc import set_global_random_seed
+from vsrlib.models import build_model
+
+if __name__ == '__main__':
+    set_global_random_seed(2)
+    print("model", build_model())
+'''
+CWD_PACKAGE_MISC = '''\
+import random
+import numpy as np
+import tensorflow as tf
+
+
+def set_global_random_seed(seed):
+    np.random.seed(seed)
+    random.seed(seed)
+    tf.set_random_seed(seed)
+'''
+CWD_PACKAGE_MODELS = '''\
+import tensorflow as tf
+
+
+def build_model():
+    lr = tf.placeholder(tf.float32, [1, 4, 4, 3], name="L_input")
+    sr = tf.layers.conv2d(lr, 3, 3, padding="same")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        return sess.run(sr, {lr: [[[[0.5] * 3] * 4] * 4]}).shape
+'''
+
+
+def test_entry_in_a_subfolder_importing_packages_from_the_current_folder(tmp_path):
+    from .conftest import run_compat
+
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "main.py").write_text(CWD_PACKAGE_ENTRY)
+    for folder in ("vsrlib", "vsrlib/utils", "vsrlib/models"):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "vsrlib" / "utils" / "misc.py").write_text(CWD_PACKAGE_MISC)
+    (tmp_path / "vsrlib" / "models" / "__init__.py").write_text(CWD_PACKAGE_MODELS)
+    (tmp_path / "README.md").write_text("a model folder\n")
+    done = run_compat("run", "tools/main.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "model (1, 4, 4, 3)" in done.stdout, done.stdout[-2000:]
