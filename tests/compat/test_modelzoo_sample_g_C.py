@@ -157,6 +157,19 @@ class ProfilerHook(tf.train.SessionRunHook):
         print("# Total Trainable Parameters:", int(_params_count))
         print("step at start", session.run(tf.train.get_global_step()))
 
+    def before_run(self, run_context):
+        graph = tf.get_default_graph()
+        fetches = {"total_loss": graph.get_tensor_by_name("losses/total_loss_ref:0"), "iou_scores": {}}
+        for threshold in [0.25, 0.5]:
+            fetches["iou_scores"][str(threshold)] = graph.get_tensor_by_name(
+                "IoU_Metrics/iou_score_ths_%s_ref:0" % threshold)
+        return tf.train.SessionRunArgs(fetches=fetches)
+
+    def after_run(self, run_context, run_values):
+        results = run_values.results
+        print("total_loss ok", results["total_loss"] > 0, sorted(results["iou_scores"]),
+              results["iou_scores"]["0.25"] <= results["iou_scores"]["0.5"] + 1.0)
+
     def end(self, session):
         print("# at end:", int(session.run("trainable_parameters_count_ref:0")))
         print("saved", self._saver.save(session, "results/at_end.ckpt"))
@@ -169,6 +182,11 @@ def model_fn(features, labels, mode, params):
         logits = tf.layers.conv2d(logits, 1, 1)
         all_trainable_vars = tf.reduce_sum([tf.reduce_prod(v.shape) for v in tf.trainable_variables()])
         tf.identity(all_trainable_vars, name="trainable_parameters_count_ref")
+        with tf.name_scope("IoU_Metrics"):
+            for threshold in [0.25, 0.5]:
+                predicted = tf.cast(tf.sigmoid(logits) > threshold, tf.float32)
+                union = tf.reduce_sum(tf.maximum(predicted, labels)) + 1e-9
+                tf.identity(tf.reduce_sum(predicted * labels) / union, name="iou_score_ths_%s_ref" % threshold)
         with tf.name_scope("losses"):
             loss = tf.identity(tf.losses.sigmoid_cross_entropy(labels, logits), name="total_loss_ref")
         optimizer = tf.train.RMSPropOptimizer(1e-3, decay=0.9, momentum=0.8)
@@ -189,7 +207,7 @@ print("trained")
 '''
 
 
-def test_after_create_session_fetches_model_fn_constant(tmp_path):
+def test_hooks_fetch_model_fn_tensors_by_name_from_the_device_loop(tmp_path):
     from .conftest import run_compat
 
     (tmp_path / "main.py").write_text(AFTER_CREATE_SESSION_SCRIPT)
@@ -199,4 +217,62 @@ def test_after_create_session_fetches_model_fn_constant(tmp_path):
     assert "# Total Trainable Parameters: 23" in done.stdout, done.stdout[-2000:]
     assert "step at start 0" in done.stdout and "# at end: 23" in done.stdout, done.stdout[-2000:]
     assert "saved results/at_end.ckpt" in done.stdout, done.stdout[-2000:]
+    # before_run's fetches by name of model_fn's scoped tensors: the last iteration's values, as on Ascend
+    assert done.stdout.count("total_loss ok True ['0.25', '0.5'] True") == 2, done.stdout[-2000:]
     assert "trained" in done.stdout, done.stdout[-2000:]
+
+
+# EDVR_ID0056's tools/main.py, run from the model folder (`cd $cur_path/../; python3 tools/main.py ...`): it puts
+# '.' on sys.path and imports its packages from there (`ascendcv.utils.misc`, whose set_global_random_seed calls
+# tf.set_random_seed); nothing next to tools/main.py is TensorFlow 1 code. Its modules decide the TF 1 world too.
+CWD_PACKAGE_ENTRY = '''\
+import os
+import sys
+
+sys.path.append('.')
+
+from vsrlib.utils.misc import set_global_random_seed
+from vsrlib.models import build_model
+
+if __name__ == '__main__':
+    set_global_random_seed(2)
+    print("model", build_model())
+'''
+CWD_PACKAGE_MISC = '''\
+import random
+import numpy as np
+import tensorflow as tf
+
+
+def set_global_random_seed(seed):
+    np.random.seed(seed)
+    random.seed(seed)
+    tf.set_random_seed(seed)
+'''
+CWD_PACKAGE_MODELS = '''\
+import tensorflow as tf
+
+
+def build_model():
+    lr = tf.placeholder(tf.float32, [1, 4, 4, 3], name="L_input")
+    sr = tf.layers.conv2d(lr, 3, 3, padding="same")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        return sess.run(sr, {lr: [[[[0.5] * 3] * 4] * 4]}).shape
+'''
+
+
+def test_entry_in_a_subfolder_importing_packages_from_the_current_folder(tmp_path):
+    from .conftest import run_compat
+
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "main.py").write_text(CWD_PACKAGE_ENTRY)
+    for folder in ("vsrlib", "vsrlib/utils", "vsrlib/models"):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "vsrlib" / "utils" / "misc.py").write_text(CWD_PACKAGE_MISC)
+    (tmp_path / "vsrlib" / "models" / "__init__.py").write_text(CWD_PACKAGE_MODELS)
+    (tmp_path / "README.md").write_text("a model folder\n")
+    done = run_compat("run", "tools/main.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "model (1, 4, 4, 3)" in done.stdout, done.stdout[-2000:]

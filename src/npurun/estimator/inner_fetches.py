@@ -8,6 +8,7 @@ of any other inner tensor into an `InnerTensorError` naming the hook and the ten
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Optional
 
@@ -81,11 +82,13 @@ def values_by_name(graph, fetches):
 
 def named_in_body(hooks) -> list:
     """The tensors of the current graph (a loop body) that LoggingTensorHooks among `hooks` name by string
-    (official-models scripts log 'learning_rate', 'cross_entropy', 'train_accuracy' so)."""
+    (official-models scripts log 'learning_rate', 'cross_entropy', 'train_accuracy' so), and those other hooks'
+    code names in `get_tensor_by_name("...")` (`hook_tensor_names`)."""
     graph = tf.compat.v1.get_default_graph()
     found = []
     for hook in hooks:
         if not isinstance(hook, tf.compat.v1.train.LoggingTensorHook):
+            found += [t for t in _by_hook_names(graph, hook_tensor_names(type(hook))) if t not in found]
             continue
         for name in tf.nest.flatten(getattr(hook, "_tensors", {})):
             if not isinstance(name, str):
@@ -93,6 +96,56 @@ def named_in_body(hooks) -> list:
             element = _in_body(graph, name if ":" in name else f"{name}:0")
             if isinstance(element, tf.Tensor):
                 found.append(element)
+    return found
+
+
+_MAX_HOOK_NAMED = 64  # tensors hooks' code names, carried out of a loop
+
+
+@functools.lru_cache(maxsize=256)
+def hook_tensor_names(hook_class) -> tuple:
+    """Patterns of the tensor names a hook class's code fetches with `get_tensor_by_name(...)` /
+    `as_graph_element(...)`: a string literal ('losses/total_loss_ref:0'), or a %-format of one
+    ('IoU_Metrics/iou_score_ths_%s_ref:0' % threshold) as a regular expression. UNet_Industrial_ID0007's
+    ProfilerHook fetches its losses, metrics and samples so in before_run; on Ascend model_fn's graph is fetchable
+    as written, so they are carried out of the device loop as the loss is."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(hook_class)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return ()
+    patterns = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args
+                and node.func.attr in ("get_tensor_by_name", "as_graph_element")):
+            continue
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            patterns.append(re.escape(arg.value))
+        elif (isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Mod) and isinstance(arg.left, ast.Constant)
+              and isinstance(arg.left.value, str)):
+            pieces = re.split(r"%[-+ #0-9.]*[sdifr]", arg.left.value)
+            patterns.append("[^/]*".join(re.escape(piece) for piece in pieces))
+    return tuple(dict.fromkeys(patterns))
+
+
+def _by_hook_names(graph, patterns) -> list:
+    """The tensors of the loop body being built whose names (model_fn's, without the loop's scope) match."""
+    if not patterns:
+        return []
+    wanted = re.compile("|".join(f"(?:{p if p.rpartition(':')[1] else p + ':0'})" for p in patterns))
+    found = []
+    for op in graph.get_operations():
+        if not is_inner(op, graph) or _LOOP_SCOPE.sub("", op.name).startswith("npurun_"):
+            continue
+        for tensor in op.outputs:
+            if wanted.fullmatch(_LOOP_SCOPE.sub("", tensor.name)) and tensor.dtype != tf.resource:
+                found.append(tensor)
+                if len(found) >= _MAX_HOOK_NAMED:
+                    return found
     return found
 
 

@@ -71,7 +71,7 @@ class _Project:
         else:
             base = self.root
         parts = module.split(".") if module else []
-        bases = [base] if level else [base, *self._package_roots(parts[0] if parts else "")]
+        bases = [base] if level else [base, *self._package_roots(parts[0] if parts else "", dotted=len(parts) > 1)]
         for base in bases:
             candidate = os.path.join(base, *parts)
             for path in (candidate + ".py", os.path.join(candidate, "__init__.py")):
@@ -79,7 +79,7 @@ class _Project:
                     return os.path.abspath(path)
         return None
 
-    def _package_roots(self, top: str):
+    def _package_roots(self, top: str, dotted: bool = False):
         """Where a script that sits inside its own package finds that package (`avod/experiments/run_training.py`
         importing `avod`: its launch script puts the folder above `avod` on PYTHONPATH), and the PYTHONPATH
         entries check was started with."""
@@ -100,6 +100,14 @@ class _Project:
                     not in entry and not _holds_distributions(entry)
                     and (os.path.isdir(os.path.join(entry, top)) or os.path.isfile(os.path.join(entry, top + ".py")))):
                 found.append(entry)  # the script's own folders put on the path; installed packages stay installed
+        if dotted and self.changes_sys_path() and not any(s.adds_outside_path for s in self.scanners.values()):
+            # The scripts add to sys.path (EDVR_ID0056's tools/main.py: `sys.path.append('.')`, run from the model
+            # folder, imports `ascendcv.utils.misc`): where the model folder has the package `top`, its submodules
+            # are too (`top` itself is reported "found through sys.path" by the scanner, and followed).
+            for path in self.in_model_folder(top):
+                root = os.path.dirname(os.path.dirname(path) if path.endswith(os.sep + "__init__.py") else path)
+                if root not in found and root != self.root:
+                    found.append(root)
         return found
 
     def changes_sys_path(self) -> bool:
