@@ -667,6 +667,13 @@ class TF1World:
                 # `import tensorflow.python.keras.backend as K`: Python reads the attributes `python`, `keras`,
                 # `backend` off the module returned below; TF1Module's `python` gives tf-keras as `keras`, and
                 # the submodule is imported above, so `backend` is tf-keras's too.
+            if script and name == "tensorflow.python" and fromlist and "keras" in fromlist:
+                # `from tensorflow.python import keras` (CPC_ID0921, Deep_Speech): TF 1's tf.keras, as the
+                # `from tensorflow.python.keras import backend as K` beside it gets; TensorFlow 2.21's own
+                # tensorflow.python.keras is a partial copy (no layers.BatchNormalization, its own session).
+                # The real import runs first so the other names asked for (submodules) are loaded.
+                original(name, globals, locals, fromlist, level)
+                return _script_tf_python()
             if script and "." in name:
                 namespace = self._api_namespace(name)
                 if namespace is not None:  # `from tensorflow.train import AdamOptimizer`: TF 1's tf.train
