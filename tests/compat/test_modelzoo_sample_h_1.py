@@ -144,3 +144,30 @@ def test_squeezenet_style_keras_fit_shows_no_tensorflow_chatter(squeezenet_run):
 def test_squeezenet_style_only_the_unshuffled_dataset_is_named(squeezenet_run):
     assert squeezenet_run.stderr.count("Expected a shuffled dataset but input dataset `x` is not shuffled") == 1
 
+
+# SRNTT-l2_ID0272's vendored tensorlayer (prepro.py): the Python 2 module chosen by a version test bound to a name.
+# `npurun check` counted `import Queue` as raising; on Python 3 that branch never runs.
+SRNTT_STYLE_IMPORTS = '''\
+import sys
+import threading
+from npu_bridge.npu_init import *
+
+is_py2 = sys.version[0] == '2'
+if is_py2:
+    import Queue as queue
+else:
+    import queue as queue
+if sys.version_info[0] < 3:
+    import cPickle as pickle
+if sys.version_info >= (3, 0):
+    import srntt_missing_module
+work = queue.Queue()
+'''
+
+
+def test_srntt_style_python2_branch_imports_are_not_counted():
+    from npurun.tools.check import check_source
+
+    raising = {f.name for f in check_source(SRNTT_STYLE_IMPORTS) if f.error}
+    assert "Queue" not in raising and "cPickle" not in raising, raising
+    assert "srntt_missing_module" in raising  # a branch Python 3 takes is still checked

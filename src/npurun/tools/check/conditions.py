@@ -99,7 +99,12 @@ def module_constants(tree) -> dict:
             read = environment_read(statement.value)
             value = _literal(statement.value) if read is None else (
                 _UNKNOWN if read[1] is _UNKNOWN else EnvironmentValue(read[1], read[0]))
-            if value is None or isinstance(value, (bool, int, float, str, EnvironmentValue)):
+            if value is _UNKNOWN and read is None and _reads_interpreter(statement.value):
+                # `is_py2 = sys.version[0] == '2'` (SRNTT's tensorlayer choosing `Queue` or `queue`)
+                computed = _evaluate(statement.value, {})
+                if isinstance(computed, (bool, int, str)):
+                    value = InterpreterValue(computed, ast.unparse(statement.value)[:60])
+            if value is None or isinstance(value, (bool, int, float, str, EnvironmentValue, InterpreterValue)):
                 candidates.setdefault(statement.targets[0].id, []).append(value)
     stores = {}
     for node in ast.walk(tree):
@@ -164,6 +169,36 @@ def environment_read(node):
     return variable, value
 
 
+@dataclass(frozen=True)
+class InterpreterValue:
+    """A module constant computed from the Python version alone (`is_py2 = sys.version[0] == '2'`)."""
+    value: object
+    source: str
+
+
+def _is_name(node, name) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def interpreter_read(node):
+    """The value under the Python running check (the one `npurun run` uses) of `sys.version`, `sys.version_info`
+    (and `.major` / `.minor`), `six.PY2` / `six.PY3`; _UNKNOWN for anything else."""
+    import sys
+
+    if isinstance(node, ast.Attribute) and _is_name(node.value, "sys") and node.attr in ("version", "version_info"):
+        return sys.version if node.attr == "version" else tuple(sys.version_info)
+    if (isinstance(node, ast.Attribute) and node.attr in ("major", "minor") and isinstance(node.value, ast.Attribute)
+            and _is_name(node.value.value, "sys") and node.value.attr == "version_info"):
+        return getattr(sys.version_info, node.attr)
+    if isinstance(node, ast.Attribute) and _is_name(node.value, "six") and node.attr in ("PY2", "PY3"):
+        return node.attr == "PY3"
+    return _UNKNOWN
+
+
+def _reads_interpreter(node) -> bool:
+    return any(interpreter_read(child) is not _UNKNOWN for child in ast.walk(node))
+
+
 def _constant_name(node, constants):
     if constants and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in constants:
         return node.id
@@ -180,7 +215,7 @@ def _evaluate(node, flags, constants=None):
     name = _constant_name(node, constants)
     if name is not None:
         value = constants[name]
-        return value.value if isinstance(value, EnvironmentValue) else value
+        return value.value if isinstance(value, (EnvironmentValue, InterpreterValue)) else value
     read = environment_read(node)
     if read is not None:
         return read[1]
@@ -188,11 +223,22 @@ def _evaluate(node, flags, constants=None):
             and not node.args and not node.keywords):  # `FLAGS.platform.lower() == 'modelarts'`
         value = _evaluate(node.func.value, flags, constants)
         return _STRING_METHODS[node.func.attr](value) if isinstance(value, str) else _UNKNOWN
+    value = interpreter_read(node)
+    if value is not _UNKNOWN:
+        return value
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):  # `sys.version[0]`
+        value = _evaluate(node.value, flags, constants)
+        try:
+            return _UNKNOWN if value is _UNKNOWN else value[node.slice.value]
+        except (TypeError, IndexError, KeyError):
+            return _UNKNOWN
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         values = [_evaluate(e, flags, constants) for e in node.elts]
-        return _UNKNOWN if any(v is _UNKNOWN for v in values) else values
+        if any(v is _UNKNOWN for v in values):
+            return _UNKNOWN
+        return tuple(values) if isinstance(node, ast.Tuple) else values  # `sys.version_info >= (3, 0)`
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         value = _evaluate(node.operand, flags, constants)
         return _UNKNOWN if value is _UNKNOWN else not value
@@ -242,7 +288,8 @@ def flag_condition(test, flags, constants=None):
         found = environment_read(node)
         if found is not None:
             read.setdefault(found[0], found[1])  # the outermost read (with its int(...)) comes first
-    if not names and not fixed and not read:
+    python = _reads_interpreter(test)
+    if not names and not fixed and not read and not python:
         return None
     value = _evaluate(test, flags, constants)
     source = ast.unparse(test)
@@ -251,10 +298,18 @@ def flag_condition(test, flags, constants=None):
     defaults = [f"--{name}" + ("" if flags[name] is _UNKNOWN else f" default {flags[name]!r}") for name in names]
     for name in fixed:
         constant = constants[name]
-        defaults.append(f"{name} = {constant.value!r} from ${constant.variable} under npurun run"
-                        if isinstance(constant, EnvironmentValue) else f"{name} = {constant!r} in the module")
+        if isinstance(constant, EnvironmentValue):
+            defaults.append(f"{name} = {constant.value!r} from ${constant.variable} under npurun run")
+        elif isinstance(constant, InterpreterValue):
+            defaults.append(f"{name} = {constant.source} = {constant.value!r} on this Python")
+        else:
+            defaults.append(f"{name} = {constant!r} in the module")
     defaults += [f"${variable} " + ("unset" if value is _UNKNOWN else f"{value!r}") + " under npurun run"
                  for variable, value in sorted(read.items())]
+    if python:
+        import platform
+
+        defaults.append(f"Python {platform.python_version()} here")
     return f"`{source}` ({', '.join(defaults)})", (None if value is _UNKNOWN else bool(value))
 
 
