@@ -18,7 +18,7 @@ PACKAGE = SRC / "npurun"
 
 # Low to high; a module may import modules of its own layer or lower ones.
 LAYERS = (
-    ("config", "logs", "preemption", "reporting", "names", "safe_files"),  # plain Python foundations
+    ("config", "logs", "_native_stderr", "preemption", "reporting", "names", "safe_files"),  # plain Python foundations
     ("debug",),
     ("distribute",),
     ("precision",),
