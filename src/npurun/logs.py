@@ -201,9 +201,12 @@ _DISCOVERY_ENTRIES = (
 def _quiet_first_discovery() -> None:
     """The first device discovery, by whichever entry a script reaches first (its own `tf.Session`,
     `tf.test.is_gpu_available()`, ...), runs with the no-GPU cuInit line filtered, as `list_gpus`'s
-    does; later calls go straight through. Nothing changes when detail is asked for or a GPU node exists."""
+    does; later calls go straight through. Nothing changes when detail is asked for or a GPU node exists,
+    nor under `npurun run`, whose whole-process filter already drops that line wherever it is printed."""
     import importlib
 
+    if _stderr_filter is not None:
+        return
     for module_name, attribute in _DISCOVERY_ENTRIES:
         try:
             module = importlib.import_module(module_name)
