@@ -25,11 +25,12 @@ SCRIPT = textwrap.dedent("""\
 
 
     def main(_):
+        tf.set_random_seed(0)
         rng = np.random.RandomState(0)
         images = tf.constant(rng.rand(2, 4, 4, 3).astype(np.float32))
         x = tf.placeholder(tf.float32, [None, 3])
         w = tf.get_variable("w", [3, 1])
-        loss = cross_replica_mean(tf.reduce_mean(tf.square(tf.nn.dropout(tf.matmul(x, w), keep_prob=0.9) - 1.0)))
+        loss = cross_replica_mean(tf.reduce_mean(tf.square(tf.nn.dropout(tf.matmul(x, w), keep_prob=0.9) - 3.0)))
         update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
         summary_ops = tf.contrib.summary.all_summary_ops()  # MnasNet style: none written, an empty list
         with tf.control_dependencies(update_ops + summary_ops):
