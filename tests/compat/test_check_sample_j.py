@@ -1,0 +1,56 @@
+"""check accuracy on issue 23's EDVR_ID0056: a TensorFlow 1 API name that does not exist (it raises on
+Ascend's TensorFlow 1.15 too) read under a test on a value is reported "only if" that test, not as an error
+the run will meet; the same name read where nothing guards it stays "will raise"."""
+import textwrap
+
+from npurun.tools.check import check_source
+
+# EDVR's ascendcv/dataloader/noise.py: seeding only when a config gives a seed, with TensorFlow 2's name
+# for it; its configs give none, so the script runs on Ascend and here.
+NOISE_STYLE = textwrap.dedent("""\
+    import numpy as np
+    import tensorflow as tf
+
+
+    class NoiseAugmentation(object):
+        def __init__(self, **kwargs):
+            self.random_seed = kwargs.get('random_seed', None)
+            if self.random_seed is not None:
+                np.random.seed(self.random_seed)
+                tf.random.set_seed(self.random_seed)
+
+        def apply(self, clean_data):
+            return clean_data + tf.random_normal(tf.shape(clean_data), stddev=0.01)
+
+
+    augment = NoiseAugmentation()
+    print(augment.apply(tf.zeros([2, 2])))
+    """)
+
+
+def _set_seed(report):
+    return [f for f in report if f.name == "tensorflow.random.set_seed"]
+
+
+def test_a_missing_tf1_name_under_a_value_test_says_only_if():
+    found = _set_seed(check_source(NOISE_STYLE, "noise.py"))
+    assert len(found) == 1, found
+    assert not found[0].error, found
+    assert "only if `self.random_seed is not None`" in found[0].status, found
+    assert "AttributeError" in found[0].detail and "Ascend" in found[0].detail
+
+
+def test_the_same_name_unguarded_will_raise():
+    source = NOISE_STYLE.replace("        if self.random_seed is not None:\n"
+                                 "            np.random.seed(self.random_seed)\n"
+                                 "            tf.random.set_seed(self.random_seed)\n",
+                                 "        tf.random.set_seed(0)\n")
+    assert source != NOISE_STYLE
+    found = _set_seed(check_source(source, "noise.py"))
+    assert len(found) == 1 and found[0].error, found
+
+
+def test_guarded_and_unguarded_uses_of_one_name_will_raise():
+    source = NOISE_STYLE + "tf.random.set_seed(1)\n"
+    found = _set_seed(check_source(source, "noise.py"))
+    assert len(found) == 1 and found[0].error, found
