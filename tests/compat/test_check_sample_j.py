@@ -54,3 +54,29 @@ def test_guarded_and_unguarded_uses_of_one_name_will_raise():
     source = NOISE_STYLE + "tf.random.set_seed(1)\n"
     found = _set_seed(check_source(source, "noise.py"))
     assert len(found) == 1 and found[0].error, found
+
+
+# LMTCNN_ID1278's data.py (and GNMT's, NMT's): the version comparison of a TensorFlow-1.x-era script.
+LMTCNN_STYLE = textwrap.dedent("""\
+    from distutils.version import LooseVersion
+    import distutils.util
+    import tensorflow as tf
+
+    if LooseVersion(tf.__version__) >= LooseVersion("1.4"):
+        print("new enough", distutils.util.strtobool("yes"))
+    """)
+
+
+def test_distutils_submodules_are_judged_as_this_interpreter_imports_them():
+    # setuptools' distutils shim (its distutils-precedence.pth) hands `distutils` over with a spec listing no
+    # submodule locations; the standard library's may be a stub (Debian's). check must agree with importing.
+    import importlib
+
+    try:
+        importlib.import_module("distutils.version")
+        importlib.import_module("distutils.util")
+        importable = True
+    except ImportError:
+        importable = False
+    found = [f for f in check_source(LMTCNN_STYLE, "data.py") if f.name.startswith("distutils")]
+    assert bool([f for f in found if f.error]) is not importable, found

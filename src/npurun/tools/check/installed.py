@@ -49,11 +49,16 @@ def _spec_file(dotted: str):
     origin = os.path.realpath(spec.origin)
     if os.sep + "site-packages" + os.sep not in origin and os.sep + "dist-packages" + os.sep not in origin:
         return None
+    locations = list(spec.submodule_search_locations or ())
+    if not locations and os.path.basename(origin) == "__init__.py":
+        # a package handed over by a shim's loader: setuptools' `distutils` (its distutils-precedence.pth
+        # hook) is setuptools/_distutils, whose spec lists no search locations until it is loaded
+        locations = [os.path.dirname(origin)]
     if not rest:
-        return (origin, bool(spec.submodule_search_locations)) if origin.endswith(".py") else None
-    if not spec.submodule_search_locations:
+        return (origin, bool(locations)) if origin.endswith(".py") else None
+    if not locations:
         return None
-    base = os.path.join(list(spec.submodule_search_locations)[0], *rest)
+    base = os.path.join(locations[0], *rest)
     if os.path.isfile(os.path.join(base, "__init__.py")):
         return os.path.join(base, "__init__.py"), True
     if os.path.isfile(base + ".py"):
