@@ -45,6 +45,12 @@ def _s(key):
     return Scalar(key, "s")
 
 
+# The Ascend adapter's own `jit_compile` parameter-map entry is a bool (ModelZoo's Face-ResNet50, OpenPose).
+_ADAPTER_JIT_COMPILE = ("the Ascend adapter's switch between compiling operators online (True) and using their "
+                        "prebuilt binaries (False), which has no counterpart here: accepted, no effect; npurun's "
+                        "jit_compile (XLA) is set as a string, 'auto', 'true' or 'false'")
+
+
 def _is_config_proto(value) -> bool:
     # Duck-typed so that validating a config never imports TensorFlow.
     return type(value).__name__ == "ConfigProto" and hasattr(value, "graph_options")
@@ -166,7 +172,7 @@ _OPTIONS = (
                      "XLA cannot compile is an error naming it (False); XLA auto-clustering, the rest in "
                      "TensorFlow (True)"),
     Option("jit_compile", "auto", choice("auto", "true", "false"), EFFECT, nullable=False,
-           codec=_s("jit_compile"),
+           codec=Scalar("jit_compile", "s", other_meaning=(("b", _ADAPTER_JIT_COMPILE),)),
            rule="'auto', 'true' or 'false' (npurun extension); 'auto' compiles on a GPU, not on a CPU",
            doc="Whether XLA compiles the training step (with iterations_per_loop > 1, the whole device loop).",
            mechanism="XLA: xla.compile of the step (mix_compile_mode=False; with iterations_per_loop > 1 each "

@@ -52,6 +52,11 @@ def decode(entries: Mapping[str, tuple]) -> dict:
         keys = codec.keys()
         known.update(keys)
         present = [k for k in keys if k in entries]
+        other = dict(getattr(codec, "other_meaning", ()))
+        for key in [k for k in present if entries[k][0] in other]:
+            warnings.warn(f"NpuOptimizer parameter '{key}' set as {FIELD_NAMES[entries[key][0]]}: "
+                          f"{other[entries[key][0]]}", UserWarning, stacklevel=3)
+            present.remove(key)
         if not present:
             continue
         for key in present:

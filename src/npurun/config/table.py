@@ -34,6 +34,10 @@ class Scalar:
     field: str  # "b", "i" or "s"
     to_raw: Callable[[Any], Any] = lambda v: v
     from_raw: Callable[[Any], Any] = lambda v: v
+    # another field the Ascend adapter gives this key a different meaning in -> why it has no effect here
+    # (a script's `jit_compile .b = True`, the adapter's online-operator-compilation switch): accepted with
+    # that warning instead of refused
+    other_meaning: tuple = ()
 
     def encode(self, value: Any) -> ParamMap:
         if value is None:
