@@ -52,20 +52,81 @@ sess.run(tf.local_variables_initializer())
 sess.run(precision_update)
 print("accuracy", round(float(result[1]), 4), "task 2", float(result[2]), "weighted", float(sess.run(weighted)),
       "precision", float(sess.run(precision)), "shape", accuracies[0].shape.as_list())
+sess.close()
+'''
+
+# BertMNLI_ID1628's run_classifier.py (150 folders call init_from_checkpoint): model_fn initializes the variables
+# found in a pretrained checkpoint with `tf.train.init_from_checkpoint`, under NPUEstimator with a device loop of
+# 2 steps. The checkpoint is saved from the script's own variables; a learning rate of 0 keeps what was restored.
+BERT_INIT_CHECKPOINT_SCRIPT = '''\
+import os
+from npu_bridge.npu_init import *
+import numpy as np
+import tensorflow as tf
+from npu_bridge.estimator.npu.npu_config import NPURunConfig
+from npu_bridge.estimator.npu.npu_estimator import NPUEstimator, NPUEstimatorSpec
+
+init_checkpoint = os.path.abspath("model/bert_model.ckpt")
+with tf.Graph().as_default():
+    with tf.variable_scope("bert"):
+        tf.get_variable("kernel", [4, 3], initializer=tf.constant_initializer(3.0))
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        tf.train.Saver().save(s, init_checkpoint)
+
+
+def get_assignment_map_from_checkpoint(tvars, init_checkpoint):
+    names = {name for name, _ in tf.train.list_variables(init_checkpoint)}
+    assignment_map = {}
+    for var in tvars:
+        name = var.name.split(":")[0]
+        if name in names:
+            assignment_map[name] = name
+    return assignment_map
+
+
+def model_fn(features, labels, mode, params):
+    with tf.variable_scope("bert"):
+        kernel = tf.get_variable("kernel", [4, 3], initializer=tf.truncated_normal_initializer(stddev=0.02))
+    output_bias = tf.get_variable("output_bias", [3], initializer=tf.zeros_initializer())
+    logits = tf.nn.bias_add(tf.matmul(features["input_ids"], kernel), output_bias)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    tvars = tf.trainable_variables()
+    tf.train.init_from_checkpoint(init_checkpoint, get_assignment_map_from_checkpoint(tvars, init_checkpoint))
+    train_op = tf.train.GradientDescentOptimizer(0.0).minimize(loss, global_step=tf.train.get_or_create_global_step())
+    return NPUEstimatorSpec(mode=mode, loss=loss, train_op=train_op)
+
+
+def input_fn(params):
+    d = tf.data.Dataset.from_tensor_slices(({"input_ids": np.ones([8, 4], np.float32)}, np.zeros([8], np.int32)))
+    return d.repeat().batch(params["batch_size"], drop_remainder=True)
+
+
+run_config = NPURunConfig(model_dir="output", save_checkpoints_steps=4, iterations_per_loop=2)
+estimator = NPUEstimator(model_fn=model_fn, config=run_config, params={"batch_size": 2})
+estimator.train(input_fn=input_fn, max_steps=4)
+kernel = tf.train.load_variable("output", "bert/kernel")
+print("restored kernel", float(kernel.min()), float(kernel.max()), "step", tf.train.load_variable("output", "global_step"))
 '''
 
 
 @pytest.fixture(scope="module")
-def contrib_accuracy_run(tmp_path_factory):
+def sample_j_run(tmp_path_factory):
     from .conftest import run_compat
 
-    tmp_path = tmp_path_factory.mktemp("contrib_accuracy")
-    (tmp_path / "maml.py").write_text(CONTRIB_ACCURACY_SCRIPT)
-    return run_compat("run", tmp_path / "maml.py", cwd=tmp_path)
+    tmp_path = tmp_path_factory.mktemp("sample_j")
+    # one subprocess for both scripts: the MAML-style graph first, then the BERT-style estimator
+    (tmp_path / "train.py").write_text(CONTRIB_ACCURACY_SCRIPT + BERT_INIT_CHECKPOINT_SCRIPT)
+    return run_compat("run", tmp_path / "train.py", cwd=tmp_path)
 
 
-def test_contrib_metrics_accuracy_is_a_plain_tensor(contrib_accuracy_run):
-    assert contrib_accuracy_run.returncode == 0, contrib_accuracy_run.stderr[-3000:]
+def test_contrib_metrics_accuracy_is_a_plain_tensor(sample_j_run):
+    # printed before the estimator part runs (which the next test checks)
     # (0 + 0 + 0.5) / 3; weighted: positions 0 and 2 right (weights 1 and 2) of weights 4; precision: 1 of 3
     assert "accuracy 0.1667 task 2 0.5 weighted 0.75 precision 0.3333333432674408 shape []" in \
-        contrib_accuracy_run.stdout, contrib_accuracy_run.stdout[-2000:]
+        sample_j_run.stdout, sample_j_run.stdout[-2000:] + sample_j_run.stderr[-3000:]
+
+
+def test_init_from_checkpoint_in_model_fn_under_a_device_loop(sample_j_run):
+    assert sample_j_run.returncode == 0, sample_j_run.stderr[-3000:]
+    assert "restored kernel 3.0 3.0 step 4" in sample_j_run.stdout, sample_j_run.stdout[-2000:]
