@@ -29,6 +29,7 @@ loops, many times slower; see runtime/compilation.py).
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
 
@@ -102,7 +103,7 @@ def build(estimator, inp, iterations: int, global_step, compile_loop: Optional[C
 
     def _train_step(i, features, labels):
         before = {op.name for op in _v1.get_default_graph().get_operations()}
-        with host_values.lifting(static_shapes=True) as lifted:
+        with host_values.lifting(static_shapes=True) as lifted, _checkpoint_initializers_outside():
             spec = estimator.call_model_fn(features, labels, ModeKeys.TRAIN)
         host_call = host_values.combine(spec.host_call, lifted.host_call(after=spec.train_op))
         captured.setdefault("spec", spec)
@@ -177,6 +178,28 @@ def _compiled_iteration(compile_iteration, train_step, i, features, labels):
             return tf.identity(index)
 
     return compile_iteration(computation, [i] + [leaves[k] for k in positions])
+
+
+@contextlib.contextmanager
+def _checkpoint_initializers_outside():
+    """`tf.compat.v1.train.init_from_checkpoint` in model_fn (BERT's pretrained weights) replaces each variable's
+    initializer with a restore from the checkpoint, built where it is called: inside the loop body that would be
+    an op of the loop's frame, which the variables' initializer (run once, outside the loop) cannot use. Built
+    under `init_scope` it is outside the loop, as the variables themselves are, and as TF 1.15 built it (model_fn
+    outside any loop)."""
+    from tensorflow.python.training import checkpoint_utils
+
+    original = checkpoint_utils._set_checkpoint_initializer
+
+    def set_checkpoint_initializer(*args, **kwargs):
+        with _v1.init_scope():
+            return original(*args, **kwargs)
+
+    checkpoint_utils._set_checkpoint_initializer = set_checkpoint_initializer
+    try:
+        yield
+    finally:
+        checkpoint_utils._set_checkpoint_initializer = original
 
 
 def _buffer(k, tensor, iterations):

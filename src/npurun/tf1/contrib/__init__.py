@@ -6,7 +6,8 @@ public ModelZoo-TensorFlow; `MODELZOO_FOLDERS` below) is provided here:
 - `contrib.slim` *is* the `tf-slim` package, and `contrib.layers` / `contrib.framework` are the
   same functions from it (tf-slim is where they were moved when contrib was removed);
 - `contrib.data`, `contrib.rnn`, `contrib.metrics` map to their TensorFlow 1 successors in
-  `tf.compat.v1` (`data.experimental`, `nn.rnn_cell`, `metrics`);
+  `tf.compat.v1` (`data.experimental`, `nn.rnn_cell`, `metrics`), but contrib.metrics' own non-streaming
+  `accuracy` and its `(predictions, labels)`-ordered `streaming_*` are `npurun.tf1.contrib.metrics`;
 - `contrib.nn.conv1d_transpose` is `tf.nn.conv1d_transpose`, as in TF 1.15;
 - `contrib.training.HParams` is `npurun.tf1.hparams.HParams`;
 - `contrib.learn`'s ModeKeys, VocabularyProcessor and MNIST reader are `npurun.tf1.contrib.learn`;
@@ -97,12 +98,17 @@ RNN.update({name: Unsupported(_FUSED_RNN) for name in (
     "LSTMBlockCell", "LayerNormBasicLSTMCell", "NASCell", "GRUBlockCell", "LSTMBlockFusedCell", "AttentionCellWrapper")})
 
 METRICS = _from(_V1, rename={
-    **{name: f"{_V1}:metrics.{name}" for name in ("accuracy", "auc", "mean", "mean_iou", "precision", "recall")},
-    "streaming_accuracy": f"{_V1}:metrics.accuracy", "streaming_mean": f"{_V1}:metrics.mean",
-    "streaming_mean_iou": f"{_V1}:metrics.mean_iou", "streaming_auc": f"{_V1}:metrics.auc",
-    "streaming_precision": f"{_V1}:metrics.precision", "streaming_recall": f"{_V1}:metrics.recall",
-    "streaming_mean_squared_error": f"{_V1}:metrics.mean_squared_error",
-    "streaming_mean_absolute_error": f"{_V1}:metrics.mean_absolute_error"})
+    **{name: f"{_V1}:metrics.{name}" for name in ("auc", "mean", "mean_iou", "precision", "recall")},
+    "streaming_mean": f"{_V1}:metrics.mean"})
+# contrib's own accuracy is non-streaming (one tensor, no local variables: the MAML family's per-task accuracies,
+# 4 folders), and its streaming_* metrics take (predictions, labels): npurun.tf1.contrib.metrics
+_CONTRIB_METRICS = "npurun.tf1.contrib.metrics"
+METRICS["accuracy"] = Mapped(f"{_CONTRIB_METRICS}:accuracy", "TF 1.15's non-streaming accuracy(predictions, labels, "
+                             "weights=None): one float32 tensor, no update op")
+METRICS.update({name: Mapped(f"{_CONTRIB_METRICS}:{name}", f"tf.compat.v1.metrics.{name[len('streaming_'):]} "
+                             "with TF 1.15's (predictions, labels, ...) order") for name in (
+    "streaming_accuracy", "streaming_auc", "streaming_precision", "streaming_recall", "streaming_mean_iou",
+    "streaming_mean_squared_error", "streaming_mean_absolute_error")})
 # contrib.metrics' metric-dict helpers are tf-slim's (11 folders; DeepLab's and object_detection's eval)
 METRICS.update(_from(_SLIM + ".metrics", "aggregate_metric_map", "aggregate_metrics"))
 
