@@ -119,9 +119,39 @@ _NUMPY2_REMOVED = {"NaN": "nan", "Inf": "inf", "Infinity": "inf", "PINF": "inf",
 _NUMPY2_REMOVED_VALUES = {"NINF": float("-inf"), "PZERO": 0.0, "NZERO": -0.0}
 
 
+class _NumpyCast:
+    """NumPy 1's `np.cast`, removed in NumPy 2.0: `np.cast[np.float32](x)` is `x` as an array of that type (the
+    key anything `np.dtype` takes: a scalar type, 'float32', 'int', float). PixelCNN++ scales its feeds with it
+    (3 ModelZoo folders: PixelCNN++, RealNVP, PixelLink's util.dtype)."""
+
+    def __getitem__(self, key):
+        import numpy
+
+        scalar_type = numpy.dtype(key).type
+        return lambda x: numpy.asarray(x).astype(scalar_type)
+
+    def __repr__(self):
+        return "<np.cast of NumPy 1, as npurun run gives it>"
+
+
+def _numpy_asfarray(a, dtype=float):
+    """NumPy 1's `np.asfarray`, removed in NumPy 2.0: `a` as an array of a floating type (float64 unless `dtype`
+    is inexact; MLSP's kutils)."""
+    import numpy
+
+    if not numpy.issubdtype(dtype, numpy.inexact):
+        dtype = numpy.float64
+    return numpy.asarray(a, dtype=dtype)
+
+
+# NumPy 2.0's removed functions that TF 1.15's NumPy had and that have no same-named replacement, as NumPy 1 had them
+_NUMPY2_REMOVED_FUNCTIONS = {"cast": _NumpyCast(), "asfarray": _numpy_asfarray}
+
+
 def numpy_names_provided() -> frozenset:
     """The NumPy names a TF 1 script gets under `npurun run` although the installed NumPy has none."""
-    return frozenset(_NUMPY_ALIASES) | frozenset(_NUMPY2_REMOVED) | frozenset(_NUMPY2_REMOVED_VALUES)
+    return (frozenset(_NUMPY_ALIASES) | frozenset(_NUMPY2_REMOVED) | frozenset(_NUMPY2_REMOVED_VALUES)
+            | frozenset(_NUMPY2_REMOVED_FUNCTIONS))
 _NPURUN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -1102,12 +1132,14 @@ class TF1World:
         """NumPy's aliases of Python types that TensorFlow 1.15's NumPy (< 1.24) still had: `np.float`,
         `np.int`, `np.bool`, ... (70, 95 and 47 ModelZoo folders use these three). NumPy 1.24 removed them;
         each is the builtin it always was. Names NumPy has again (NumPy 2's `np.long`) are left alone.
-        NumPy 2.0's removed aliases (`np.NaN`, `np.Inf`, `np.product`, ...) are the names it points to instead."""
+        NumPy 2.0's removed aliases (`np.NaN`, `np.Inf`, `np.product`, ...) are the names it points to instead;
+        its removed `np.cast` and `np.asfarray` are NumPy 1's."""
         import numpy
 
         # (a NumPy without one of the targets gives nothing for that name rather than failing the run)
         removed = {name: getattr(numpy, target) for name, target in _NUMPY2_REMOVED.items() if hasattr(numpy, target)}
-        for attribute, value in {**_NUMPY_ALIASES, **removed, **_NUMPY2_REMOVED_VALUES}.items():
+        for attribute, value in {**_NUMPY_ALIASES, **removed, **_NUMPY2_REMOVED_VALUES,
+                                 **_NUMPY2_REMOVED_FUNCTIONS}.items():
             if attribute not in numpy.__dict__:
                 try:
                     with warnings.catch_warnings():  # NumPy 2 warns about what some of these names will become
