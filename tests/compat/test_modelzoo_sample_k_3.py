@@ -64,3 +64,62 @@ def test_slim_layers_train_quietly(slim_run):
     assert slim_run.returncode == 0, slim_run.stderr
     assert "steps 3 finite True" in slim_run.stdout
     assert "layer.apply" not in slim_run.stderr, slim_run.stderr
+
+
+# CTPN_ID0054's tf_anchor_target_layer.py: foreground / background anchors are sampled from boolean masks of the
+# anchors' overlaps with the ground truth by the adapter's AI CPU op, `custom_op.randomchoicewithmask(x=mask,
+# count=n)`; its indices are squeezed and gathered, its mask becomes the labels (also CTPN_ID0053,
+# ModelZoo_CTPN_TF_HARD).
+RANDOM_CHOICE_SCRIPT = '''\
+import numpy as np
+import tensorflow as tf
+from npu_bridge.npu_cpu import npu_cpu_ops as custom_op
+from npu_bridge.npu_init import *
+
+overlaps = tf.placeholder(tf.float32, shape=[12, 3], name='overlaps')
+scores = tf.get_variable('scores', [12, 2], initializer=tf.constant_initializer(0.1))
+max_overlap = tf.reduce_max(overlaps, axis=1)
+mask_fg = tf.greater_equal(max_overlap, 0.7)
+mask_bg = tf.less_equal(max_overlap, 0.3)
+num_fg, num_bg = 4, 6
+inds_fg, mask_fg_ret = custom_op.randomchoicewithmask(x=mask_fg, count=num_fg)
+inds_bg, mask_bg_ret = custom_op.randomchoicewithmask(x=mask_bg, count=num_bg, seed=3, seed2=5)
+fg_index = tf.squeeze(inds_fg)
+bg_index = tf.squeeze(inds_bg)
+selected = tf.concat([tf.gather(scores, fg_index), tf.gather(scores, bg_index)], axis=0)
+labels = tf.cast(tf.concat([tf.cast(mask_fg_ret, tf.float32), tf.zeros(num_bg)], axis=0), tf.int32)
+loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=selected))
+train_op = tf.train.AdamOptimizer(0.01).minimize(loss)
+
+values = np.zeros([12, 3], np.float32)
+values[[1, 5, 7], 0] = 0.9          # 3 foreground anchors (fewer than num_fg)
+values[[0, 2, 3, 4, 6, 8, 9, 10], 1] = 0.1   # 8 background anchors (more than num_bg)
+values[11, 2] = 0.5                 # neither
+with tf.Session(config=npu_config_proto()) as sess:
+    sess.run(tf.global_variables_initializer())
+    for _ in range(2):
+        fg, fg_mask, bg, bg_mask, _ = sess.run([inds_fg, mask_fg_ret, inds_bg, mask_bg_ret, train_op],
+                                               feed_dict={overlaps: values})
+    print("shapes", inds_fg.shape.as_list(), mask_fg_ret.shape.as_list(), fg.dtype, fg_mask.dtype)
+    print("fg", sorted(fg[fg_mask, 0].tolist()), fg[~fg_mask].tolist())
+    print("bg", len(set(bg[:, 0].tolist())), bg_mask.tolist(), set(bg[:, 0].tolist()) <= {0, 2, 3, 4, 6, 8, 9, 10})
+'''
+
+
+@pytest.fixture(scope="module")
+def random_choice_run(tmp_path_factory):
+    from .conftest import run_compat
+
+    tmp_path = tmp_path_factory.mktemp("random_choice")
+    (tmp_path / "tf_anchor_target_layer.py").write_text(RANDOM_CHOICE_SCRIPT)
+    return run_compat("run", tmp_path / "tf_anchor_target_layer.py", cwd=tmp_path)
+
+
+def test_randomchoicewithmask_samples_true_elements(random_choice_run):
+    """`npu_bridge.npu_cpu.npu_cpu_ops.randomchoicewithmask` imports and runs: int32 [count, rank] indices of
+    distinct true elements, zero rows past them, and a bool [count] mask of the real rows."""
+    assert random_choice_run.returncode == 0, random_choice_run.stderr
+    out = random_choice_run.stdout
+    assert "shapes [4, 1] [4] int32 bool" in out
+    assert "fg [1, 5, 7] [[0]]" in out  # all 3 foreground anchors, one padding row
+    assert "bg 6 [True, True, True, True, True, True] True" in out  # 6 distinct of the 8 background anchors
