@@ -71,3 +71,34 @@ def gelu_grad(dy, x, y=None, name=None):
         tanh = tf.tanh(_SQRT_2_OVER_PI * (x + _GELU_CUBIC * x * x * x))
         slope = _SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_CUBIC * x * x)
         return dy * (0.5 * (1.0 + tanh) + 0.5 * x * (1.0 - tanh * tanh) * slope)
+
+
+def randomchoicewithmask(x, count, seed=0, seed2=0, name=None):
+    """The adapter's `npu_cpu_ops.randomchoicewithmask(x, count, seed=0, seed2=0)` (its RandomChoiceWithMask
+    AI CPU kernel): up to `count` of the true elements of the boolean tensor `x` (rank >= 1), chosen at random.
+
+    Returns `(y, mask)`: `y` int32 [count, rank(x)] the chosen elements' indices (rows past the number of true
+    elements are zeros), `mask` bool [count] True on the rows that are real. The true elements' indices are
+    shuffled by TensorFlow's RandomShuffle with the same `seed` / `seed2` attributes (both 0: a new order each
+    run) and the first `count` are kept.
+    """
+    import tensorflow as tf
+
+    if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 1:
+        raise ValueError(f"npu_cpu_ops.randomchoicewithmask: count must be a positive int; got {count!r}")
+    x = tf.convert_to_tensor(x, name="x")
+    if x.dtype != tf.bool:
+        raise TypeError(f"npu_cpu_ops.randomchoicewithmask: x must be a bool tensor; got {x.dtype.name}")
+    rank = x.shape.rank
+    if rank is not None and rank < 1:
+        raise ValueError("npu_cpu_ops.randomchoicewithmask: x must have rank >= 1; got a scalar")
+    count = int(count)
+    with tf.name_scope(name or "RandomChoiceWithMask"):
+        indices = tf.cast(tf.where(x), tf.int32)  # [number of true elements, rank]
+        shuffled = tf.raw_ops.RandomShuffle(value=indices, seed=int(seed), seed2=int(seed2))
+        chosen = shuffled[:count]
+        found = tf.shape(chosen)[0]
+        y = tf.pad(chosen, [[0, count - found], [0, 0]])
+        y.set_shape([count, rank])
+        mask = tf.range(count) < found
+    return y, mask

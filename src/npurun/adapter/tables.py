@@ -117,6 +117,14 @@ NPU_OPS = {
                                       "or a SessionRunHook"),
     "stop_outfeed_dequeue_op": Unsupported("NPU outfeed channels do not exist here"),
 }
+# `npu_bridge.npu_cpu.npu_cpu_ops`: the adapter's AI CPU kernels. Scripts use two (5 ModelZoo folders).
+NPU_CPU_OPS = {
+    "randomchoicewithmask": Mapped(f"{_OPS}:randomchoicewithmask",
+                                   "up to `count` true elements of a bool tensor, at random: int32 [count, rank] "
+                                   "indices zero-padded and a bool [count] mask of the real rows (TensorFlow's "
+                                   "RandomShuffle of tf.where(x) with the same seed/seed2)"),
+    "embeddingrankid": Unsupported(_KERNEL_LIBRARY + " (rank ids of a host embedding table's addresses)"),
+}
 HCCL_OPS = {
     "allreduce": Mapped(f"{_DIST}:allreduce"),
     "broadcast": Mapped(f"{_DIST}:broadcast"),
@@ -233,7 +241,7 @@ NPU_INIT = {
     "npu_strategy": Mapped("npu_bridge.estimator.npu.npu_strategy"),
     **_UNSUPPORTED_MODULES,
     "profiler": Unsupported("the CANN profiler; use ProfilingConfig (NPURunConfig(profiling_config=...))"),
-    "npu_cpu_ops": Unsupported(_KERNEL_LIBRARY),
+    "npu_cpu_ops": Mapped("npu_bridge.npu_cpu.npu_cpu_ops"),
     "scoped_graph_manager": Unsupported("scoped graphs of the Ascend graph engine have no CPU/GPU counterpart"),
     "session_run_hook": Mapped("tensorflow.python.training.session_run_hook"),
     "backend": Mapped("tf_keras.src.backend", "the backend of tf-keras, the Keras a script's tf.keras is under "
@@ -293,7 +301,11 @@ def _package(name: str, doc: str, *children: str, unsupported: Mapping[str, Entr
 
 
 MODULES: dict[str, AdapterModule] = {m.name: m for m in (
-    _package("npu_bridge", "The adapter's top-level package.", "npu_init", "estimator", "hccl"),
+    _package("npu_bridge", "The adapter's top-level package.", "npu_init", "estimator", "hccl", "npu_cpu"),
+    _package("npu_bridge.npu_cpu", "The adapter's AI CPU kernels.", "npu_cpu_ops",
+             unsupported={"lrucache_cpu_ops": Unsupported(_KERNEL_LIBRARY + " (a host LRU embedding cache)")}),
+    AdapterModule("npu_bridge.npu_cpu.npu_cpu_ops", "AI CPU kernels (`from npu_bridge.npu_cpu import "
+                  "npu_cpu_ops`).", NPU_CPU_OPS),
     AdapterModule("npu_bridge.npu_init", "What `from npu_bridge.npu_init import *` brings in.", NPU_INIT),
     _package("npu_bridge.estimator", "Estimator-side modules.", "npu", "npu_ops", "npu_unary_ops",
              unsupported={"npu_aicore_ops": Unsupported(_NPU_KERNEL)}),

@@ -107,6 +107,10 @@ _KERAS_LR_DEPRECATED = r"The `lr` argument is deprecated"
 # TF 1.15's way to save a model (squeezenet's train_npu.py), is "legacy" to it.
 _KERAS_NOISE = (r"`Model\.state_updates` will be removed in a future version",
                 r"You are saving your model as an HDF5 file via `model\.save\(\)`")
+# tf_slim's layers (tf.contrib.slim / tf.contrib.layers: conv2d, fully_connected, max_pool2d, ...) call the
+# deprecated `layer.apply`; TensorFlow's Keras warns from its own file at the first call. TF 1.15 logged that as a
+# deprecation notice located in contrib's layers.py, library code, which _LibraryDeprecations drops likewise.
+_LAYER_APPLY_DEPRECATED = r"`layer\.apply` is deprecated"
 _NUMPY_ALIASES = {"float": float, "int": int, "bool": bool, "object": object, "str": str, "complex": complex,
                   "long": int, "unicode": str}
 # NumPy 2.0's removed aliases (its __expired_attributes__) that TF 1.15's NumPy had, each the name NumPy points to
@@ -661,7 +665,7 @@ class TF1World:
         # tf-keras warns at every tf.layers call site that tf.layers is deprecated; in a TF 1 script that is
         # noise on every run (TF 1.15 logged it once per function).
         self._warning_filters = []
-        for message in (_LAYERS_DEPRECATED,) + _KERAS_NOISE:
+        for message in (_LAYERS_DEPRECATED, _LAYER_APPLY_DEPRECATED) + _KERAS_NOISE:
             warnings.filterwarnings("ignore", message=message, category=UserWarning)
             self._warning_filters.append(warnings.filters[0])
         if self.scripts_get_keras2:

@@ -94,6 +94,10 @@ def _package_inits(path, root):
     return found
 
 
+# The condition of a local module's `if __name__ == '__main__':` block: false where the script imports the module.
+_IMPORTED_MAIN = "`__name__ == '__main__'`"
+
+
 class ModuleScanner(ast.NodeVisitor):
     def __init__(self, project=None, path=None):
         self.aliases: dict = {}  # local name -> qualified name
@@ -181,7 +185,10 @@ class ModuleScanner(ast.NodeVisitor):
             not_taken = next((text for text, taken in self._conditions if taken is False), None)
             if not_taken is not None:
                 guard = ("flag-only branch", not_taken)
-                if "--" in not_taken:
+                if not_taken == _IMPORTED_MAIN:
+                    how = ("is false here: the script imports this module, so the block runs only when the file is "
+                           "itself started as a script")
+                elif "--" in not_taken:
                     how = "the flags' defaults do not take: it raises only when the script is started so"
                 elif "under npurun run" in not_taken:
                     how = ("the environment npurun run gives it does not take: it raises only if the script is "
@@ -219,8 +226,25 @@ class ModuleScanner(ast.NodeVisitor):
     def _script_dir(self):
         return os.path.dirname(os.path.abspath(self._path)) if self._path else None
 
+    def _is_imported_main(self, test) -> bool:
+        """Whether `test` is `__name__ == '__main__'` in a local module the script imports (not the script)."""
+        script = getattr(self._project, "script", None)
+        if not (script and self._path and os.path.abspath(self._path) != script):
+            return False
+        return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+                and {ast.dump(test.left), ast.dump(test.comparators[0])}
+                == {ast.dump(ast.Name("__name__", ast.Load())), ast.dump(ast.Constant("__main__"))})
+
     def visit_If(self, node):
         self.visit(node.test)
+        if self._is_imported_main(node.test):  # generate_anchors.py's `from IPython import embed` demo block
+            self._conditions.append((_IMPORTED_MAIN, False))
+            for statement in node.body:
+                self.visit(statement)
+            self._conditions.pop()
+            for statement in node.orelse:
+                self.visit(statement)
+            return
         tpu = _mentions_tpu(node.test)
         condition = None if tpu else flag_condition(node.test, self._flags(), self._constants)
         dispatch = None if tpu or condition is not None else dispatch_condition(node.test)
@@ -430,6 +454,8 @@ class ModuleScanner(ast.NodeVisitor):
     def _installed(self, node, module):
         """An import of a module that is neither local, nor an adapter / TensorFlow path, nor installed."""
         top = module.split(".")[0]
+        if top and not getattr(self, "_guarded", 0) and self._unbuilt_extension(node, module):
+            return
         if (not top or getattr(self, "_guarded", 0) or top in aliases.ROOTS or top in ("tensorflow", "horovod")
                 or self._installed_submodule(node, module) or check_tensorflow.module_exists(top)):
             return
@@ -485,6 +511,30 @@ class ModuleScanner(ast.NodeVisitor):
                                  f"there, but the module is not: ImportError until the folder's build step (its "
                                  f"launch script's protoc run) makes it", True), once_key=("imports", dotted))
                 return
+
+    def _unbuilt_extension(self, node, module) -> bool:
+        """`from utils.bbox.nms import nms` where the model has only utils/bbox/nms.pyx (CTPN's make.sh compiles
+        it): a Cython source, importable once built; reported when no compiled module sits beside it."""
+        if self._project is None:
+            return False
+        parts = module.split(".")
+        for base in (self._project.root, *self._project._package_roots(parts[0], dotted=len(parts) > 1)):
+            stem = os.path.join(base, *parts)
+            if not os.path.isfile(stem + ".pyx"):
+                continue
+            try:
+                built = any(entry.startswith(parts[-1] + ".") and entry.endswith((".so", ".pyd"))
+                            for entry in os.listdir(os.path.dirname(stem)))
+            except OSError:
+                built = False
+            if not built:
+                shown = os.path.relpath(stem + ".pyx", self._project.root)
+                self.add(Finding(node.lineno, "imports", module, "not built",
+                                 f"the model has only {shown}, a Cython source: its build step (the folder's "
+                                 f"setup.py / make.sh) compiles it into an extension module; until then "
+                                 f"ModuleNotFoundError (on Ascend too)", True), once_key=("imports", module))
+            return True
+        return False
 
     def _installed_submodule(self, node, module) -> bool:
         """An import of a path below an installed plain module (TexTING's `scipy.sparse.linalg.eigen.arpack`)."""
