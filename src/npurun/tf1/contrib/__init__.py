@@ -9,6 +9,7 @@ public ModelZoo-TensorFlow; `MODELZOO_FOLDERS` below) is provided here:
   `tf.compat.v1` (`data.experimental`, `nn.rnn_cell`, `metrics`), but contrib.metrics' own non-streaming
   `accuracy` and its `(predictions, labels)`-ordered `streaming_*` are `npurun.tf1.contrib.metrics`;
 - `contrib.nn.conv1d_transpose` is `tf.nn.conv1d_transpose`, as in TF 1.15;
+- `contrib.mixed_precision`'s LossScaleOptimizer and managers are npurun.precision's (the adapter's came from them);
 - `contrib.training.HParams` is `npurun.tf1.hparams.HParams`;
 - `contrib.learn`'s ModeKeys, VocabularyProcessor and MNIST reader are `npurun.tf1.contrib.learn`;
   `contrib.util` and `contrib.lookup` are their TensorFlow 1 successors (`get_static_value`, `lookup_ops`);
@@ -202,18 +203,22 @@ TFPROF = {"ProfileContext": Mapped(f"{_TFPROF}:ProfileContext", "disabled, an em
 # TF 1.14 on; (value, filter, output_shape, stride) was TF 1.13's. No other contrib.nn name is used in ModelZoo.
 NN = {"conv1d_transpose": Mapped(_target(f"{_V1}:nn.conv1d_transpose"))}
 
+# contrib.mixed_precision: TF 1.15's loss-scale optimizer and managers, which the adapter's were derived from.
+_CONTRIB_MIXED_PRECISION = "npurun.tf1.contrib.mixed_precision"
+MIXED_PRECISION = _from(_CONTRIB_MIXED_PRECISION, "LossScaleOptimizer", "LossScaleManager", "FixedLossScaleManager",
+                        "ExponentialUpdateLossScaleManager")
+
 # Module name (below tensorflow.contrib) -> its names. Only listed modules have usable names.
 MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
            "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE, "summary": SUMMARY, "learn": LEARN,
            "util": UTIL, "lookup": LOOKUP, "crf": CRF, "estimator": ESTIMATOR, "tfprof": TFPROF,
-           "nn": NN, "distributions": DISTRIBUTIONS}
+           "nn": NN, "distributions": DISTRIBUTIONS, "mixed_precision": MIXED_PRECISION}
 # Whole modules that are another package.
 PACKAGES = {"slim": _SLIM}
 UNSUPPORTED_MODULES = {
     "cluster_resolver": _TPU,
     "distribute": "contrib.distribute was replaced by tf.distribute; npurun runs data parallel with "
                   "NPUDistributedOptimizer under `npurun launch`",
-    "mixed_precision": "use npu_bridge's NPULossScaleOptimizer with a loss-scale manager",
     "hccl": "use npu_bridge.hccl / hccl.manage.api",
     "seq2seq": _NOT_PORTED, "cudnn_rnn": _NOT_PORTED,
     "quantize": _NOT_PORTED,
@@ -237,6 +242,8 @@ PATHS = {
     # the speech-commands input of DS-CNN_RT2_ID1769 and another folder
     "framework.python.ops.audio_ops": "tensorflow.python.ops.gen_audio_ops",
     "crf.python.ops.crf": "npurun.tf1.contrib.crf", "crf.python.ops": "npurun.tf1.contrib.crf",
+    **{path: _CONTRIB_MIXED_PRECISION for path in ("mixed_precision.python.loss_scale_manager",
+                                                   "mixed_precision.python.loss_scale_optimizer")},
 }
 
 # Deep paths that import (the scripts import them at the top, for a multi-shard branch they do not take

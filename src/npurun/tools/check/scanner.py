@@ -33,6 +33,14 @@ _PYTHON2_BUILTINS = frozenset({"unicode", "basestring", "xrange", "long", "unich
                                "execfile", "cmp", "buffer", "apply", "intern", "coerce"})
 
 
+def _tensorflow_core(name):
+    """`tensorflow_core[.x]` (TF 1.15's package of TensorFlow's code, which some scripts import by that name; the TF1
+    world gives it as `tensorflow`) -> `tensorflow[.x]`, so that it is judged as that import."""
+    if name == "tensorflow_core" or name.startswith("tensorflow_core."):
+        return "tensorflow" + name[len("tensorflow_core"):]
+    return name
+
+
 def _canonical(qualified):
     """An adapter module re-exported under another name (`npu_init.util`) -> the module's own name."""
     entry = aliases.lookup(qualified) if qualified else None
@@ -339,13 +347,15 @@ class ModuleScanner(ast.NodeVisitor):
     # ---- imports -----------------------------------------------------------------------------------
     def visit_Import(self, node):
         for alias in node.names:
+            name = _tensorflow_core(alias.name)
             if alias.asname:
-                self.aliases[alias.asname] = alias.name
+                self.aliases[alias.asname] = name
                 self._bound.add(alias.asname)
             else:
                 root = alias.name.split(".")[0]
-                self.aliases[root] = root
+                self.aliases[root] = name.split(".")[0]
                 self._bound.add(root)
+            alias = ast.alias(name=name, asname=alias.asname)
             self._adapter_module_import(node, alias.name)
             self._generated_module(node, alias.name)
             self._tensorflow_import(node, alias.name, ())
@@ -354,6 +364,8 @@ class ModuleScanner(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node):
         module = node.module or ""
+        if not node.level:
+            module = _tensorflow_core(module)
         for alias in node.names:
             if alias.name != "*":
                 self._generated_module(node, module, alias.name)
