@@ -49,11 +49,11 @@ def test_argparse_defaults_decide_too():
         parser.add_argument("--platform", default="NPU", type=str)
         args = parser.parse_args()
         if args.use_fp16 and args.platform == "GPU":
-            from tensorflow.contrib import mixed_precision
-            scale = mixed_precision.FixedLossScaleManager(128)
+            from tensorflow.contrib import cudnn_rnn
+            scale = cudnn_rnn.CudnnLSTM(1, 128)
         """)
     found = {f.name: f for f in check_source(source)}
-    manager = found["tensorflow.contrib.mixed_precision.FixedLossScaleManager"]
+    manager = found["tensorflow.contrib.cudnn_rnn.CudnnLSTM"]
     assert not manager.error and "--use_fp16 default False" in manager.status and "--platform default 'NPU'" in manager.status
 
 

@@ -242,6 +242,7 @@ PATHS = {
     # the speech-commands input of DS-CNN_RT2_ID1769 and another folder
     "framework.python.ops.audio_ops": "tensorflow.python.ops.gen_audio_ops",
     "crf.python.ops.crf": "npurun.tf1.contrib.crf", "crf.python.ops": "npurun.tf1.contrib.crf",
+    "rnn.python.ops.rnn_cell": "npurun.tf1.contrib.rnn_cell", "rnn.python.ops.core_rnn_cell": "npurun.tf1.contrib.rnn_cell",
     **{path: _CONTRIB_MIXED_PRECISION for path in ("mixed_precision.python.loss_scale_manager",
                                                    "mixed_precision.python.loss_scale_optimizer")},
 }
@@ -297,6 +298,20 @@ class ContribModule(types.ModuleType):
         self.__path__ = []  # a package: `import tensorflow.contrib.layers.python.layers` works
 
     def __getattr__(self, name):
+        if name == "__all__" and self._short:
+            # `from tensorflow.contrib.rnn import *` (DIEN's cells subclass the RNNCell it brings): the names
+            # that resolve here; an unsupported name is left out, so that it raises where it is used
+            names = []
+            for short, entry in MODULES[self._short].items():
+                if isinstance(entry, Unsupported):
+                    continue
+                try:
+                    getattr(self, short)
+                except Exception:  # noqa: BLE001 - a target that cannot load here stays out of the star import
+                    continue
+                names.append(short)
+            self.__dict__["__all__"] = names
+            return names
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         full = f"{self._short}.{name}" if self._short else name

@@ -140,6 +140,7 @@ class ModuleScanner(ast.NodeVisitor):
         self._dict_value = 0  # depth of dict literal values being visited (`{'gru': make_gru}` dispatch)
         self._load_states: dict = {}  # name -> [(line, conditions, dispatch, tpu, fallback, context)] of its reads
         self._class_stack: list = []  # (class context, the context the class is defined in) being visited
+        self._function_locals: list = []  # per function being visited: the names it assigns (locals shadowing imports)
         self._undefined: dict = {}  # (line, column) -> name of reads nothing binds (undefined.py)
         self._undefined_reads: list = []  # (name, line, conditions, dispatch, tpu, fallback, context, value test)
         self._value_tests: list = []  # texts of enclosing tests on values (not flags or config strings): `if hvd:`
@@ -167,6 +168,8 @@ class ModuleScanner(ast.NodeVisitor):
     # ---- name resolution ---------------------------------------------------------------------------
     def qualified(self, node):
         if isinstance(node, ast.Name):
+            if any(node.id in names for names in self._function_locals):
+                return None  # DIEN's `tf = open(tpath, 'w')` in a function: that `tf` is a file there
             return _canonical(self.aliases.get(node.id) or self.star_names.get(node.id))
         if isinstance(node, ast.Attribute):
             base = self.qualified(node.value)
@@ -639,11 +642,14 @@ class ModuleScanner(ast.NodeVisitor):
             self._class_stack.append((context, saved))
         else:
             self.context = context
+            self._function_locals.append(_assigned_locals(node))
         for statement in node.body:
             self.visit(statement)
         self.context = saved
         if isinstance(node, ast.ClassDef):
             self._class_stack.pop()
+        else:
+            self._function_locals.pop()
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _bind
 
@@ -890,6 +896,25 @@ class ModuleScanner(ast.NodeVisitor):
             if finding is not None:
                 self.add(finding)
         self.generic_visit(node)
+
+
+def _assigned_locals(function) -> frozenset:
+    """Names a function binds by assignment (`=`, `for`, `with ... as`, augmented and annotated assignments) and
+    does not declare global or nonlocal: local variables there, whatever a module-level import calls them. Its
+    parameters are not counted (a parameter named as a module is a module handed in, as often as not); nor are
+    the bodies of functions and classes nested in it."""
+    stored, declared = set(), set()
+    pending = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stored.add(node.id)
+        pending.extend(ast.iter_child_nodes(node))
+    return frozenset(stored - declared)
 
 
 def _world_modules():
