@@ -1,0 +1,66 @@
+"""The sixth random sample (seed 2036), folders 7-8: gaps its real scripts hit, each in the style of the script
+that hit it; each test failed before its fix."""
+
+import pytest
+
+# UGATIT_ID0722's utils.py: a TF 1 GAN on a session whose sample images are encoded and written with
+# `np.array(cv2.imencode('.jpg', images)[1]).tostring()` (NumPy 2.3 removed ndarray.tostring; TFRecord
+# writers' `image.tostring()` too). Here the encoder is NumPy alone (no cv2): the bytes of the merged batch.
+TOSTRING_SCRIPT = '''\
+import os
+import numpy as np
+import tensorflow as tf
+from npu_bridge.npu_init import *
+
+
+def inverse_transform(images):
+    return ((images + 1.) / 2) * 255.0
+
+
+def merge(images, size):
+    h, w = images.shape[1], images.shape[2]
+    img = np.zeros((h * size[0], w * size[1], 3))
+    for idx, image in enumerate(images):
+        i = idx % size[1]
+        j = idx // size[1]
+        img[h * j:h * (j + 1), w * i:w * (i + 1), :] = image
+    return img
+
+
+def imsave(images, size, path):
+    images = merge(inverse_transform(images), size)
+    encoded = np.array(images.astype('uint8').reshape(-1))
+    with open(path, 'wb') as file:
+        file.write(encoded.tostring())
+    return len(encoded.tostring())
+
+
+domain_A = tf.data.Dataset.from_tensor_slices(np.zeros((4, 6, 6, 3), np.float32)).batch(2).make_one_shot_iterator()
+x = domain_A.get_next()
+with tf.variable_scope("generator"):
+    fake = tf.tanh(tf.layers.conv2d(x, 3, 3, padding="same"))
+config = npu_config_proto(config_proto=tf.ConfigProto(allow_soft_placement=True))
+with tf.Session(config=config) as sess:
+    tf.global_variables_initializer().run()
+    fake_A = sess.run(fake)
+    written = imsave(fake_A, [2, 1], os.path.join(os.getcwd(), "fake_A_000_00001.jpg"))
+scalar = np.float32(1.5).tostring()
+print("written", written, "scalar", scalar == np.float32(1.5).tobytes(),
+      "same", np.arange(3, dtype=np.int16).tostring() == np.arange(3, dtype=np.int16).tobytes())
+'''
+
+
+@pytest.fixture(scope="module")
+def tostring_run(tmp_path_factory):
+    from .conftest import run_compat
+
+    tmp_path = tmp_path_factory.mktemp("tostring")
+    (tmp_path / "main.py").write_text(TOSTRING_SCRIPT)
+    return run_compat("run", tmp_path / "main.py", cwd=tmp_path), tmp_path
+
+
+def test_ndarray_tostring_is_tobytes(tostring_run):
+    result, tmp_path = tostring_run
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "written 216 scalar True same True" in result.stdout, result.stdout[-2000:]
+    assert (tmp_path / "fake_A_000_00001.jpg").stat().st_size == 216
