@@ -5,7 +5,9 @@ import pytest
 
 # UGATIT_ID0722's utils.py: a TF 1 GAN on a session whose sample images are encoded and written with
 # `np.array(cv2.imencode('.jpg', images)[1]).tostring()` (NumPy 2.3 removed ndarray.tostring; TFRecord
-# writers' `image.tostring()` too). Here the encoder is NumPy alone (no cv2): the bytes of the merged batch.
+# writers' `image.tostring()` too), and whose test phase reads images back with
+# `cv2.imdecode(np.fromstring(tf.gfile.Open(path, 'rb').read(), np.uint8), ...)` (NumPy 2 removed fromstring's
+# binary mode). Here the encoder is NumPy alone (no cv2): the bytes of the merged batch.
 TOSTRING_SCRIPT = '''\
 import os
 import numpy as np
@@ -47,6 +49,18 @@ with tf.Session(config=config) as sess:
 scalar = np.float32(1.5).tostring()
 print("written", written, "scalar", scalar == np.float32(1.5).tobytes(),
       "same", np.arange(3, dtype=np.int16).tostring() == np.arange(3, dtype=np.int16).tobytes())
+
+
+def load_test_data(image_path):
+    img = np.fromstring(tf.gfile.Open(image_path, 'rb').read(), np.uint8)
+    img[0] = 7  # a copy of the bytes, writable, as fromstring's binary mode gave
+    return img
+
+
+back = load_test_data(os.path.join(os.getcwd(), "fake_A_000_00001.jpg"))
+print("read back", back.shape, back.dtype, int(back[0]),
+      "int16", np.fromstring(np.arange(3, dtype=np.int16).tobytes(), dtype=np.int16, count=2).tolist(),
+      "text", np.fromstring("1 2 3", dtype=np.int64, sep=" ").tolist())
 '''
 
 
@@ -64,3 +78,9 @@ def test_ndarray_tostring_is_tobytes(tostring_run):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "written 216 scalar True same True" in result.stdout, result.stdout[-2000:]
     assert (tmp_path / "fake_A_000_00001.jpg").stat().st_size == 216
+
+
+def test_fromstring_binary_mode_is_a_copy_of_the_bytes(tostring_run):
+    result, _ = tostring_run
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "read back (216,) uint8 7 int16 [0, 1] text [1, 2, 3]" in result.stdout, result.stdout[-2000:]

@@ -31,9 +31,9 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   is tf-keras's.
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
   as in the NumPy of TensorFlow 1.15 and of the TF 2.4-era npu_device scripts (NumPy 1.19), and NumPy 2.3's
-  removed `ndarray.tostring()` is `tobytes()` again; absl flags take a
-  str `enum_values` as absl-py 0.x did (both script kinds); `time.clock` (Python 3.7's, removed in 3.8) is
-  `time.process_time` and `inspect.getargspec` (removed in 3.11) is back (TF 1 scripts).
+  removed `ndarray.tostring()` is `tobytes()` and NumPy 2's removed binary mode of `np.fromstring` is back;
+  absl flags take a str `enum_values` as absl-py 0.x did (both script kinds); `time.clock` (Python 3.7's,
+  removed in 3.8) is `time.process_time` and `inspect.getargspec` (removed in 3.11) is back (TF 1 scripts).
 - With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
   shapes and tensor equality, v1 control flow) is switched on when a script first imports
   TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
@@ -1148,6 +1148,30 @@ class TF1World:
                 if not hasattr(cls, attribute) and hasattr(cls, target) and \
                         _set_type_attribute(cls, attribute, getattr(cls, target)):
                     self._type_patched.append((cls, attribute))
+        self._numpy_fromstring_binary()
+
+    def _numpy_fromstring_binary(self):
+        """`np.fromstring(data, dtype)` without `sep`, the binary mode (deprecated since NumPy 1.14, removed in
+        NumPy 2: "The binary mode of fromstring is removed"): a new array holding a copy of the bytes, which is
+        `np.frombuffer(...).copy()`. 22 ModelZoo folders call np.fromstring, nearly all so (UGATIT_ID0722's
+        `cv2.imdecode(np.fromstring(f.read(), np.uint8), ...)`); the text mode (`sep=' '`) is NumPy's own."""
+        import numpy
+
+        original = numpy.fromstring
+        try:
+            original(b"\0", numpy.uint8)
+            return  # the installed NumPy still has the binary mode
+        except ValueError:
+            pass
+
+        @functools.wraps(original)
+        def fromstring(string, dtype=float, count=-1, *, sep="", **kwargs):
+            if sep == "":
+                return numpy.frombuffer(string, dtype=dtype, count=count, **kwargs).copy()
+            return original(string, dtype=dtype, count=count, sep=sep, **kwargs)
+
+        numpy.fromstring = fromstring
+        self._restore.append((numpy, "fromstring", original))
 
     def uninstall(self):
         while self._finder in sys.meta_path:
