@@ -25,6 +25,9 @@ ROUTINE_WARNINGS = (
     # tf-keras in graph mode sets attributes on its ops after a session ran them, at every fit of every
     # Keras-on-session script (TF 1.15 had no such check); TensorFlow's own Keras code, not the user's
     "was changed by setting attribute after it was run by a session",
+    # tf.data's default graph rewrites skip the input of contrib.data's prefetch_to_device / copy_to_device,
+    # which is a GeneratorDataset (TensorFlow's own; 8 ModelZoo folders: UGATIT_ID0722): once per such input
+    "Input of GeneratorDatasetOp::Dataset will not be optimized because the dataset does not implement",
 )
 # WARNING-level native lines that open a block of lines without headers, and the line after which the
 # block ends (the blank line that follows it). TensorFlow's colocation warning: a script that asks for

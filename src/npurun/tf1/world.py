@@ -30,9 +30,10 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   Keras 2.x's `lr=` for learning_rate again, and a Keras 2 library's `keras.src.engine` (tensorflow-addons)
   is tf-keras's.
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
-  as in the NumPy of TensorFlow 1.15 and of the TF 2.4-era npu_device scripts (NumPy 1.19); absl flags take a
-  str `enum_values` as absl-py 0.x did (both script kinds); `time.clock` (Python 3.7's, removed in 3.8) is
-  `time.process_time` and `inspect.getargspec` (removed in 3.11) is back (TF 1 scripts).
+  as in the NumPy of TensorFlow 1.15 and of the TF 2.4-era npu_device scripts (NumPy 1.19), and NumPy 2.3's
+  removed `ndarray.tostring()` is `tobytes()` and NumPy 2's removed binary mode of `np.fromstring` is back;
+  absl flags take a str `enum_values` as absl-py 0.x did (both script kinds); `time.clock` (Python 3.7's,
+  removed in 3.8) is `time.process_time` and `inspect.getargspec` (removed in 3.11) is back (TF 1 scripts).
 - With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
   shapes and tensor equality, v1 control flow) is switched on when a script first imports
   TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
@@ -121,6 +122,29 @@ _NUMPY2_REMOVED = {"NaN": "nan", "Inf": "inf", "Infinity": "inf", "PINF": "inf",
                    "string_": "bytes_", "unicode_": "str_", "round_": "round", "product": "prod",
                    "cumproduct": "cumprod", "alltrue": "all", "sometrue": "any", "mat": "asmatrix"}
 _NUMPY2_REMOVED_VALUES = {"NINF": float("-inf"), "PZERO": 0.0, "NZERO": -0.0}
+# NumPy 2.3's removed methods that TF 1.15's NumPy had, each the method NumPy points to instead, on arrays and
+# NumPy scalars alike: `x.tostring()` (24 ModelZoo folders: TFRecord writers' `image.tostring()`, UGATIT's
+# `np.array(cv2.imencode('.jpg', images)[1]).tostring()`) is `x.tobytes()`.
+_NUMPY_REMOVED_METHODS = {"tostring": "tobytes"}
+
+
+def _set_type_attribute(cls, name, value) -> bool:
+    """Set `name` on a C extension type that `setattr` refuses ("cannot set 'tostring' attribute of immutable
+    type 'numpy.ndarray'"), or remove it when `value` is None: in the dict behind the type's read-only
+    `__dict__`, then `PyType_Modified` so CPython's attribute caches (the type's and its subclasses') see the
+    change. False (nothing changed) where that dict cannot be reached."""
+    import ctypes
+    import gc
+
+    namespaces = [referent for referent in gc.get_referents(cls.__dict__) if isinstance(referent, dict)]
+    if len(namespaces) != 1:
+        return False
+    if value is None:
+        namespaces[0].pop(name, None)
+    else:
+        namespaces[0][name] = value
+    ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
+    return True
 
 
 class _NumpyCast:
@@ -658,6 +682,7 @@ class TF1World:
         self._module = None
         self._patched = []  # (object, attribute) set by attach()
         self._restore = []  # (object, attribute, original value) replaced by attach()
+        self._type_patched = []  # (C type, attribute) set by attach() through the type's dict
         self._warning_filters = []
 
     def install(self):
@@ -1154,6 +1179,35 @@ class TF1World:
                     pass
                 setattr(numpy, attribute, value)
                 self._patched.append((numpy, attribute))
+        for cls in (numpy.ndarray, numpy.generic):
+            for attribute, target in _NUMPY_REMOVED_METHODS.items():
+                if not hasattr(cls, attribute) and hasattr(cls, target) and \
+                        _set_type_attribute(cls, attribute, getattr(cls, target)):
+                    self._type_patched.append((cls, attribute))
+        self._numpy_fromstring_binary()
+
+    def _numpy_fromstring_binary(self):
+        """`np.fromstring(data, dtype)` without `sep`, the binary mode (deprecated since NumPy 1.14, removed in
+        NumPy 2: "The binary mode of fromstring is removed"): a new array holding a copy of the bytes, which is
+        `np.frombuffer(...).copy()`. 22 ModelZoo folders call np.fromstring, nearly all so (UGATIT_ID0722's
+        `cv2.imdecode(np.fromstring(f.read(), np.uint8), ...)`); the text mode (`sep=' '`) is NumPy's own."""
+        import numpy
+
+        original = numpy.fromstring
+        try:
+            original(b"\0", numpy.uint8)
+            return  # the installed NumPy still has the binary mode
+        except ValueError:
+            pass
+
+        @functools.wraps(original)
+        def fromstring(string, dtype=float, count=-1, *, sep="", **kwargs):
+            if sep == "":
+                return numpy.frombuffer(string, dtype=dtype, count=count, **kwargs).copy()
+            return original(string, dtype=dtype, count=count, sep=sep, **kwargs)
+
+        numpy.fromstring = fromstring
+        self._restore.append((numpy, "fromstring", original))
 
     def uninstall(self):
         while self._finder in sys.meta_path:
@@ -1181,6 +1235,9 @@ class TF1World:
         for obj, attribute in self._patched:
             delattr(obj, attribute)
         self._patched.clear()
+        for cls, attribute in self._type_patched:
+            _set_type_attribute(cls, attribute, None)
+        self._type_patched.clear()
         for obj, attribute, original in reversed(self._restore):
             setattr(obj, attribute, original)
         self._restore.clear()
