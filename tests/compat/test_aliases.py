@@ -17,7 +17,7 @@ REQUIRED = {
                             "npu_config_proto", "npu_session_config_init", "npu_run_config_init"],
     "npu_bridge.estimator.npu.npu_optimizer": ["NPUOptimizer", "NPUDistributedOptimizer",
                                                "npu_distributed_optimizer_wrapper"],
-    "npu_bridge.estimator.npu.npu_loss_scale_optimizer": ["NPULossScaleOptimizer"],
+    "npu_bridge.estimator.npu.npu_loss_scale_optimizer": ["NPULossScaleOptimizer", "FixedLossScaleManager"],
     "npu_bridge.estimator.npu.npu_loss_scale_manager": ["FixedLossScaleManager", "ExponentialUpdateLossScaleManager"],
     "npu_bridge.estimator.npu.npu_config": ["NPURunConfig", "ProfilingConfig", "DumpConfig"],
     "npu_bridge.estimator.npu.npu_estimator": ["NPUEstimator", "NPUEstimatorSpec"],

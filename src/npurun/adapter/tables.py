@@ -67,6 +67,8 @@ NPU_OPTIMIZER = {
 }
 NPU_LOSS_SCALE_OPTIMIZER = {
     "NPULossScaleOptimizer": Mapped(f"{_PREC}:NPULossScaleOptimizer"),
+    # the adapter's module imports its manager at the top, so scripts import it from here too (subpixel)
+    "FixedLossScaleManager": Mapped(f"{_PREC}:FixedLossScaleManager"),
 }
 NPU_LOSS_SCALE_MANAGER = {
     "FixedLossScaleManager": Mapped(f"{_PREC}:FixedLossScaleManager"),
