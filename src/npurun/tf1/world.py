@@ -120,7 +120,11 @@ _NUMPY2_REMOVED = {"NaN": "nan", "Inf": "inf", "Infinity": "inf", "PINF": "inf",
                    "complex_": "complex128", "cfloat": "complex128", "singlecomplex": "complex64",
                    "longfloat": "longdouble", "clongfloat": "clongdouble", "longcomplex": "clongdouble",
                    "string_": "bytes_", "unicode_": "str_", "round_": "round", "product": "prod",
-                   "cumproduct": "cumprod", "alltrue": "all", "sometrue": "any", "mat": "asmatrix"}
+                   "cumproduct": "cumprod", "alltrue": "all", "sometrue": "any", "mat": "asmatrix",
+                   # NumPy 1.24 / 2.x removals of other names TF 1.15's NumPy had: the scalar-type aliases
+                   # (`np.bool8`, `np.int0`: 2 folders each) and `np.trapz` (NumPy 2.4: np.trapezoid)
+                   "bool8": "bool_", "int0": "intp", "uint0": "uintp", "object0": "object_", "str0": "str_",
+                   "bytes0": "bytes_", "void0": "void", "trapz": "trapezoid"}
 _NUMPY2_REMOVED_VALUES = {"NINF": float("-inf"), "PZERO": 0.0, "NZERO": -0.0}
 # NumPy 2.3's removed methods that TF 1.15's NumPy had, each the method NumPy points to instead, on arrays and
 # NumPy scalars alike: `x.tostring()` (24 ModelZoo folders: TFRecord writers' `image.tostring()`, UGATIT's
@@ -172,8 +176,28 @@ def _numpy_asfarray(a, dtype=float):
     return numpy.asarray(a, dtype=dtype)
 
 
-# NumPy 2.0's removed functions that TF 1.15's NumPy had and that have no same-named replacement, as NumPy 1 had them
-_NUMPY2_REMOVED_FUNCTIONS = {"cast": _NumpyCast(), "asfarray": _numpy_asfarray}
+def _numpy_asscalar(a):
+    """NumPy 1's `np.asscalar(a)` (removed in 1.23): `a.item()`, the Python scalar (6 ModelZoo folders)."""
+    return a.item()
+
+
+def _numpy_in1d(ar1, ar2, assume_unique=False, invert=False, **kwargs):
+    """NumPy 1's `np.in1d` (removed in NumPy 2.4): `np.isin` over `ar1` flattened (3 ModelZoo folders)."""
+    import numpy
+
+    return numpy.isin(numpy.ravel(ar1), ar2, assume_unique=assume_unique, invert=invert, **kwargs)
+
+
+def _numpy_loads(data, *args, **kwargs):
+    """NumPy 1's `np.loads` (removed in 1.17): `pickle.loads`."""
+    import pickle
+
+    return pickle.loads(data, *args, **kwargs)
+
+
+# NumPy's removed functions that TF 1.15's NumPy had and that have no same-named replacement, as NumPy 1 had them
+_NUMPY2_REMOVED_FUNCTIONS = {"cast": _NumpyCast(), "asfarray": _numpy_asfarray, "asscalar": _numpy_asscalar,
+                             "in1d": _numpy_in1d, "loads": _numpy_loads}
 
 
 def numpy_names_provided() -> frozenset:
