@@ -12,9 +12,9 @@ Rules (also in docs/estimator.md):
   - summaries every save_summary_steps: in single-step mode the merged summary ops (with the
     loss) at each multiple; in a device loop the loss of every iteration that reached a multiple,
     and model_fn's summaries and host_call through the host call (see host_values.py);
-  - a log line (loss; in a loop the last and the mean of the run) and global_step/sec at the
-    first boundary at or after each multiple of log_step_count_steps, plus a global_step/sec
-    summary on the chief;
+  - a log line (loss; in a loop the last and the mean of the run) after the first run (as TF 1's
+    LoggingTensorHook logged its first iteration), and with global_step/sec at the first boundary at
+    or after each multiple of log_step_count_steps, plus a global_step/sec summary on the chief;
   - a NaN loss stops training with NanLossDuringTrainingError (as tf.estimator's NanTensorHook);
   - the input ending (OutOfRangeError, also from inside a device loop) ends training normally; the
     iterations of a loop the input ended inside are reported like a whole loop's;
@@ -162,7 +162,10 @@ class TrainingLoop:
                         break
                 previous = step
                 want_summary = summarising and step + inc >= summaries.due
-                want_losses = want_summary or step + inc >= logs.due
+                # the first run logs its loss too, as TF 1's LoggingTensorHook did at its first iteration (launch
+                # scripts grep "loss =" even from a run shorter than log_step_count_steps)
+                first_log = first and bool(s.log_steps) and step == start_step
+                want_losses = want_summary or step + inc >= logs.due or first_log
                 results, stop = self.runner.run(self.sess, self._fetches(want_summary, want_losses), self.run_options)
                 step, loss = int(results["step"]), results["loss"]
                 if agreeing:
@@ -190,6 +193,8 @@ class TrainingLoop:
                 if step >= logs.due:
                     self._log(step, self.last_loss)
                     logs.reset(step)
+                elif first_log:
+                    self._log(step, self.last_loss, with_rate=False)
                 if step >= progress.schedule.due:
                     progress.show(step, float(np.mean(loss)))
                 if step >= ckpt.due or timed.is_due():
@@ -330,8 +335,9 @@ class TrainingLoop:
     def _nan(self, step):
         raise NanLossDuringTrainingError(f"NaN loss during training (global step {step})")
 
-    def _log(self, step, loss):
-        rate = self.meter.rate(step)
+    def _log(self, step, loss, with_rate=True):
+        rate = self.meter.rate(step)  # (the first run's is not shown: it holds the start-up, as TF 1's did not)
+        rate = rate if with_rate else None
         values = np.asarray(loss)
         if values.ndim and values.size:
             logger.info("loss = %.6g (mean of the last %d steps %.6g), step = %d", values[-1], values.size,
