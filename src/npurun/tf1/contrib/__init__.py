@@ -102,7 +102,10 @@ METRICS = _from(_V1, rename={
     "streaming_mean_iou": f"{_V1}:metrics.mean_iou", "streaming_auc": f"{_V1}:metrics.auc",
     "streaming_precision": f"{_V1}:metrics.precision", "streaming_recall": f"{_V1}:metrics.recall",
     "streaming_mean_squared_error": f"{_V1}:metrics.mean_squared_error",
-    "streaming_mean_absolute_error": f"{_V1}:metrics.mean_absolute_error"})
+    "streaming_mean_absolute_error": f"{_V1}:metrics.mean_absolute_error",
+    # TF 1.15's contrib confusion_matrix was the core one with its signature (labels, predictions, num_classes,
+    # dtype, name, weights), tf.compat.v1.confusion_matrix (deeplabv2's test: positional pred/gt + weights)
+    "confusion_matrix": f"{_V1}:confusion_matrix"})
 # contrib.metrics' metric-dict helpers are tf-slim's (11 folders; DeepLab's and object_detection's eval)
 METRICS.update(_from(_SLIM + ".metrics", "aggregate_metric_map", "aggregate_metrics"))
 
