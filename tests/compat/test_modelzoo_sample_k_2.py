@@ -1,6 +1,10 @@
 """The sixth random sample (seed 2036), folders 3-4: gaps their real scripts hit, each in the style of the
 script that hit it; each test failed before its fix."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 # deeplabv2's Model.test_setup: the network's argmax (int64) and the uint8 ground truth with ignored pixels
@@ -55,3 +59,85 @@ def test_contrib_metrics_confusion_matrix_keeps_tf1_positional_order(segmentatio
     # 4 of the 5 counted pixels agree; IoU per class 1/1, 1/2, 2/3
     assert "Pixel Accuracy: 0.800" in run.stdout, run.stdout[-2000:]
     assert "Mean IoU: 0.722" in run.stdout, run.stdout[-2000:]
+
+
+# efficientnet-condconv's main.py: absl flags and app.run, `import tensorflow.compat.v1 as tf`, a TPU-descended
+# input_fn that sets tf.data Options' TF 1.15 names (experimental_threading) and a model_fn that sets the Keras
+# learning phase before building its layers, trained by NPUEstimator.
+ESTIMATOR_INPUT_OPTIONS_SCRIPT = '''\
+from absl import app
+from absl import flags
+from absl import logging
+import numpy as np
+import tensorflow.compat.v1 as tf
+from npu_bridge.npu_init import *
+from npu_bridge.estimator.npu.npu_config import NPURunConfig
+from npu_bridge.estimator.npu.npu_estimator import NPUEstimator, NPUEstimatorSpec
+
+flags.DEFINE_string("model_dir", None, "model dir")
+flags.DEFINE_integer("train_steps", 2, "steps")
+FLAGS = flags.FLAGS
+
+
+def input_fn(params):
+    images = np.random.RandomState(0).rand(8, 8, 8, 3).astype(np.float32)
+    labels = np.eye(4, dtype=np.float32)[np.arange(8) % 4]
+    dataset = tf.data.Dataset.from_tensor_slices((images, labels)).repeat()
+    dataset = dataset.batch(params["batch_size"], True).prefetch(tf.data.experimental.AUTOTUNE)
+    options = tf.data.Options()
+    options.experimental_deterministic = False
+    options.experimental_threading.max_intra_op_parallelism = 1
+    options.experimental_threading.private_threadpool_size = 2
+    return dataset.with_options(options)
+
+
+def model_fn(features, labels, mode, params):
+    is_training = (mode == tf.estimator.ModeKeys.TRAIN)
+    tf.keras.backend.set_learning_phase(is_training)
+    net = tf.layers.Conv2D(4, 3, padding="same")(features)
+    net = tf.layers.BatchNormalization()(net, training=is_training)
+    logits = tf.layers.Dense(4)(tf.reduce_mean(net, [1, 2]))
+    loss = tf.losses.softmax_cross_entropy(onehot_labels=labels, logits=logits)
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, tf.train.get_global_step())
+    return NPUEstimatorSpec(mode=mode, loss=loss, train_op=train_op)
+
+
+def main(unused_argv):
+    logging.set_verbosity(logging.INFO)
+    est = NPUEstimator(model_fn=model_fn, config=NPURunConfig(model_dir=FLAGS.model_dir, log_step_count_steps=1),
+                       params=dict(batch_size=2))
+    est.train(input_fn=input_fn, max_steps=FLAGS.train_steps)
+    print("learning phase set, trained to", est.get_variable_value("global_step"))
+
+
+if __name__ == "__main__":
+    flags.mark_flag_as_required("model_dir")
+    app.run(main)
+'''
+
+
+def _run_as_a_user(folder, *args):
+    """`python -m npurun.compat run ARGS` with the user's environment: no TF_CPP_MIN_LOG_LEVEL (conftest's
+    run_compat sets 2, which hides the WARNING lines in glog's format that absl's handler prints)."""
+    environment = {key: value for key, value in os.environ.items()
+                   if key not in ("TF_CPP_MIN_LOG_LEVEL", "NPURUN_VERBOSE")}
+    environment["PYTHONUNBUFFERED"] = "1"
+    return subprocess.run([sys.executable, "-m", "npurun.compat", "run", *args], cwd=folder, env=environment,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def estimator_input_options_run(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("estimator_input_options")
+    (tmp_path / "main.py").write_text(ESTIMATOR_INPUT_OPTIONS_SCRIPT)
+    return _run_as_a_user(tmp_path, "main.py", "--model_dir=./result")
+
+
+def test_tf1_data_options_and_learning_phase_run_without_tf2_deprecation_notices(estimator_input_options_run):
+    run = estimator_input_options_run
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "learning phase set, trained to 2" in run.stdout, run.stdout[-2000:]
+    # TF 1.15 gave neither notice: both are TensorFlow 2's about names of the TF 1 API the script uses
+    assert "experimental_threading is deprecated" not in run.stderr, run.stderr[-3000:]
+    assert "set_learning_phase` is deprecated" not in run.stderr, run.stderr[-3000:]
+    assert "loss = " in run.stderr, run.stderr[-3000:]

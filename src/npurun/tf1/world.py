@@ -106,7 +106,10 @@ _KERAS_LR_DEPRECATED = r"The `lr` argument is deprecated"
 # its graph-mode fit reads `Model.state_updates` itself (every Keras fit on a session), and `model.save("x.h5")`,
 # TF 1.15's way to save a model (squeezenet's train_npu.py), is "legacy" to it.
 _KERAS_NOISE = (r"`Model\.state_updates` will be removed in a future version",
-                r"You are saving your model as an HDF5 file via `model\.save\(\)`")
+                r"You are saving your model as an HDF5 file via `model\.save\(\)`",
+                # TF 1.15's way to build a Keras-derived model for train or eval (EfficientNet's model_fn and
+                # the 20 folders that call it), deprecated only in TF 2.4's Keras
+                r"`tf\.keras\.backend\.(set_learning_phase|learning_phase_scope)` is deprecated")
 _NUMPY_ALIASES = {"float": float, "int": int, "bool": bool, "object": object, "str": str, "complex": complex,
                   "long": int, "unicode": str}
 # NumPy 2.0's removed aliases (its __expired_attributes__) that TF 1.15's NumPy had, each the name NumPy points to
@@ -234,6 +237,20 @@ class _LibraryDeprecations(logging.Filter):
 
 
 _LIBRARY_DEPRECATIONS = _LibraryDeprecations()
+
+# tf.data's Options names of TF 1.15 that TF 2 renamed and warns about (through absl's logger) at every
+# read: `options.experimental_threading` (25 ModelZoo folders, TPU-descended input_fns set its thread pool)
+_TF_DATA_RENAMED = ("options.experimental_threading is deprecated",)
+
+
+class _TFDataRenamedOptions(logging.Filter):
+    """Drops TensorFlow 2's "options.experimental_threading is deprecated" notice: a TF 1 script's name."""
+
+    def filter(self, record):
+        return not (isinstance(record.msg, str) and record.msg.startswith(_TF_DATA_RENAMED))
+
+
+_TF_DATA_RENAMED_OPTIONS = _TFDataRenamedOptions()
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -638,6 +655,7 @@ class TF1World:
             warnings.filterwarnings("ignore", message=_KERAS_LR_DEPRECATED, category=UserWarning)
             self._warning_filters.append(warnings.filters[0])
         logging.getLogger("tensorflow").addFilter(_LIBRARY_DEPRECATIONS)
+        logging.getLogger("absl").addFilter(_TF_DATA_RENAMED_OPTIONS)
         self._original_import = original = builtins.__import__
 
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -1131,6 +1149,7 @@ class TF1World:
             getattr(warnings, "_filters_mutated", lambda: None)()  # what filterwarnings() itself calls
         self._warning_filters = []
         logging.getLogger("tensorflow").removeFilter(_LIBRARY_DEPRECATIONS)
+        logging.getLogger("absl").removeFilter(_TF_DATA_RENAMED_OPTIONS)
         for name in list(sys.modules):
             if name.startswith(("tensorflow.contrib", "tensorflow_core")) or name in _EXTRA_MODULES:
                 del sys.modules[name]
