@@ -13,7 +13,7 @@ import signal
 import sys
 
 # glog/absl line header: severity letter, MMDD, time, thread id, file:line]
-NATIVE_LINE = re.compile(r"^([IWEF])\d{4} [\d:.]+\s+\d+ \S+:\d+\] ")
+NATIVE_LINE = re.compile(r"^([IWEF])\d{4} [\d:.]+\s+\d+ (\S+):\d+\] ")
 BANNER_LINES = (
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
     "To enable the following instructions:",  # continuation of cpu_feature_guard's INFO line
@@ -51,6 +51,11 @@ def keep_native_line(line: str, min_level: int, has_nvidia_device: bool) -> bool
         return False
     match = NATIVE_LINE.match(line)
     if match is None:
+        return True
+    if match.group(2).endswith(".py"):
+        # absl's handler (after `app.run`) prints Python log records with the same header: a script's own
+        # `absl.logging.info(...)` lines, whose level its Python logger has decided already (TF 1.15's
+        # TF_CPP_MIN_LOG_LEVEL never hid them)
         return True
     if any(routine in line for routine in (*ROUTINE_WARNINGS, *ROUTINE_BLOCKS)):
         return False

@@ -61,9 +61,10 @@ def test_contrib_metrics_confusion_matrix_keeps_tf1_positional_order(segmentatio
     assert "Mean IoU: 0.722" in run.stdout, run.stdout[-2000:]
 
 
-# efficientnet-condconv's main.py: absl flags and app.run, `import tensorflow.compat.v1 as tf`, a TPU-descended
-# input_fn that sets tf.data Options' TF 1.15 names (experimental_threading) and a model_fn that sets the Keras
-# learning phase before building its layers, trained by NPUEstimator.
+# efficientnet-condconv's main.py: absl flags, app.run and absl logging at INFO (its progress and "Eval results"
+# lines), `import tensorflow.compat.v1 as tf`, a TPU-descended input_fn that sets tf.data Options' TF 1.15 names
+# (experimental_threading) and a model_fn that sets the Keras learning phase and logs through tf.logging (its
+# builder's global_params line) before building its layers, trained by NPUEstimator.
 ESTIMATOR_INPUT_OPTIONS_SCRIPT = '''\
 from absl import app
 from absl import flags
@@ -94,6 +95,8 @@ def input_fn(params):
 def model_fn(features, labels, mode, params):
     is_training = (mode == tf.estimator.ModeKeys.TRAIN)
     tf.keras.backend.set_learning_phase(is_training)
+    logging.info("Using open-source implementation.")
+    tf.logging.info("global_params= %s", dict(width_coefficient=1.0))
     net = tf.layers.Conv2D(4, 3, padding="same")(features)
     net = tf.layers.BatchNormalization()(net, training=is_training)
     logits = tf.layers.Dense(4)(tf.reduce_mean(net, [1, 2]))
@@ -106,7 +109,9 @@ def main(unused_argv):
     logging.set_verbosity(logging.INFO)
     est = NPUEstimator(model_fn=model_fn, config=NPURunConfig(model_dir=FLAGS.model_dir, log_step_count_steps=1),
                        params=dict(batch_size=2))
+    logging.info("Training for %d steps.", FLAGS.train_steps)
     est.train(input_fn=input_fn, max_steps=FLAGS.train_steps)
+    logging.info("Finished training up to step %d.", FLAGS.train_steps)
     print("learning phase set, trained to", est.get_variable_value("global_step"))
 
 
@@ -118,7 +123,7 @@ if __name__ == "__main__":
 
 def _run_as_a_user(folder, *args):
     """`python -m npurun.compat run ARGS` with the user's environment: no TF_CPP_MIN_LOG_LEVEL (conftest's
-    run_compat sets 2, which hides the WARNING lines in glog's format that absl's handler prints)."""
+    run_compat sets 2: TensorFlow's native WARNING lines, which share the glog header of absl's, are hidden)."""
     environment = {key: value for key, value in os.environ.items()
                    if key not in ("TF_CPP_MIN_LOG_LEVEL", "NPURUN_VERBOSE")}
     environment["PYTHONUNBUFFERED"] = "1"
@@ -141,3 +146,15 @@ def test_tf1_data_options_and_learning_phase_run_without_tf2_deprecation_notices
     assert "experimental_threading is deprecated" not in run.stderr, run.stderr[-3000:]
     assert "set_learning_phase` is deprecated" not in run.stderr, run.stderr[-3000:]
     assert "loss = " in run.stderr, run.stderr[-3000:]
+
+
+def test_script_absl_info_lines_are_shown_and_tf_logging_lines_once(estimator_input_options_run):
+    run = estimator_input_options_run
+    assert run.returncode == 0, run.stderr[-3000:]
+    # absl's handler prints them with glog's header, as TensorFlow's C++ INFO lines (hidden by default) have
+    for line in ("main.py:44] Training for 2 steps.", "main.py:46] Finished training up to step 2.",
+                 "main.py:30] Using open-source implementation."):
+        assert line in run.stderr, run.stderr[-3000:]
+    # tf.logging's own handler prints its records; absl's root handler does not print them again
+    assert run.stderr.count("global_params= {'width_coefficient': 1.0}") == 1, run.stderr[-3000:]
+    assert "INFO:tensorflow:global_params= {'width_coefficient': 1.0}" in run.stderr, run.stderr[-3000:]

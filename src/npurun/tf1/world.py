@@ -53,6 +53,7 @@ import types
 import warnings
 
 from . import contrib
+from ..logs import TENSORFLOW_LINES_ONCE
 
 _ESTIMATOR_MODULES = ("estimator", "run_config", "model_fn", "training")
 _EXTRA_MODULES = {
@@ -656,6 +657,7 @@ class TF1World:
             self._warning_filters.append(warnings.filters[0])
         logging.getLogger("tensorflow").addFilter(_LIBRARY_DEPRECATIONS)
         logging.getLogger("absl").addFilter(_TF_DATA_RENAMED_OPTIONS)
+        logging.getLogger("tensorflow").addFilter(TENSORFLOW_LINES_ONCE)
         self._original_import = original = builtins.__import__
 
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -1150,6 +1152,7 @@ class TF1World:
         self._warning_filters = []
         logging.getLogger("tensorflow").removeFilter(_LIBRARY_DEPRECATIONS)
         logging.getLogger("absl").removeFilter(_TF_DATA_RENAMED_OPTIONS)
+        logging.getLogger("tensorflow").removeFilter(TENSORFLOW_LINES_ONCE)
         for name in list(sys.modules):
             if name.startswith(("tensorflow.contrib", "tensorflow_core")) or name in _EXTRA_MODULES:
                 del sys.modules[name]
