@@ -158,3 +158,49 @@ def test_script_absl_info_lines_are_shown_and_tf_logging_lines_once(estimator_in
     # tf.logging's own handler prints its records; absl's root handler does not print them again
     assert run.stderr.count("global_params= {'width_coefficient': 1.0}") == 1, run.stderr[-3000:]
     assert "INFO:tensorflow:global_params= {'width_coefficient': 1.0}" in run.stderr, run.stderr[-3000:]
+
+
+# deeplabv2's ImageReader and Model.train: a slice_input_producer over the data list, each file read in the graph,
+# tf.train.batch, the queue threads started with a Coordinator, a few steps (slower than the readers, so the
+# queues are full and their threads wait in enqueue), then request_stop and join.
+QUEUE_RUNNER_SCRIPT = '''\
+import time
+import tensorflow as tf
+
+files = tf.convert_to_tensor(["data/%d.txt" % i for i in range(6)], dtype=tf.string)
+labels = tf.convert_to_tensor(list(range(6)), dtype=tf.int32)
+queue = tf.train.slice_input_producer([files, labels], shuffle=True)
+contents = tf.read_file(queue[0])
+image = tf.cast(tf.strings.length(contents), tf.float32) * tf.ones([4, 4, 3])
+image_batch, label_batch = tf.train.batch([image, queue[1]], 2)
+loss = tf.reduce_mean(image_batch) + tf.reduce_mean(tf.cast(label_batch, tf.float32))
+
+coord = tf.train.Coordinator()
+sess = tf.Session()
+threads = tf.train.start_queue_runners(coord=coord, sess=sess)
+for step in range(3):
+    print("step {:d} \\t loss = {:.3f}".format(step, sess.run(loss)))
+    time.sleep(0.5)
+coord.request_stop()
+coord.join(threads)
+print("queue threads stopped")
+'''
+
+
+@pytest.fixture(scope="module")
+def queue_runner_run(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("queue_runner")
+    (tmp_path / "data").mkdir()
+    for i in range(6):
+        (tmp_path / "data" / f"{i}.txt").write_text("x" * (i + 1))
+    (tmp_path / "main.py").write_text(QUEUE_RUNNER_SCRIPT)
+    return _run_as_a_user(tmp_path, "main.py")
+
+
+def test_queue_runners_stop_without_rendezvous_cancelled_lines(queue_runner_run):
+    run = queue_runner_run
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "step 2 \t loss = " in run.stdout and "queue threads stopped" in run.stdout, run.stdout[-2000:]
+    # the queues' pending enqueues are cancelled when they close; TF 1.15's threads ended silently
+    assert "Enqueue operation was cancelled" not in run.stderr, run.stderr[-3000:]
+    assert "[[{{node " not in run.stderr, run.stderr[-3000:]
