@@ -13,7 +13,7 @@ import signal
 import sys
 
 # glog/absl line header: severity letter, MMDD, time, thread id, file:line]
-NATIVE_LINE = re.compile(r"^([IWEF])\d{4} [\d:.]+\s+\d+ \S+:\d+\] ")
+NATIVE_LINE = re.compile(r"^([IWEF])\d{4} [\d:.]+\s+\d+ (\S+):\d+\] ")
 BANNER_LINES = (
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
     "To enable the following instructions:",  # continuation of cpu_feature_guard's INFO line
@@ -22,6 +22,10 @@ BANNER_LINES = (
 ROUTINE_WARNINGS = (
     # a rank's collective executor tears its rendezvous down with this status when the session closes
     "Local rendezvous is aborting with status: ABORTED: Cleanup",
+    # a TF 1 input queue closed with its pending enqueues cancelled: what `coord.request_stop()` and the
+    # session's end do to the queue runners of every `tf.train.start_queue_runners` script (60 ModelZoo
+    # folders; deeplabv2's slice_input_producer and batch), whose threads end silently on it
+    "Local rendezvous is aborting with status: CANCELLED: Enqueue operation was cancelled",
     # tf-keras in graph mode sets attributes on its ops after a session ran them, at every fit of every
     # Keras-on-session script (TF 1.15 had no such check); TensorFlow's own Keras code, not the user's
     "was changed by setting attribute after it was run by a session",
@@ -42,6 +46,9 @@ SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}
 # its failure as an ERROR. On a machine with no NVIDIA device node that is no problem at all; where a
 # node exists, the line may explain a missing GPU and is kept.
 NO_GPU_LINE = "failed call to cuInit"
+# TensorFlow's line under an op's error or abort naming the node (`\t [[{{node NAME}}]]`): part of the
+# native line above it, dropped with it.
+NODE_LINE = "[[{{node "
 # The start of a line that may still turn out to be a native or banner line: held back until its end.
 _MAYBE_NATIVE = re.compile(r"^[IWEF](\d{0,4}|\d{4} .*)$", re.S)
 
@@ -54,6 +61,11 @@ def keep_native_line(line: str, min_level: int, has_nvidia_device: bool) -> bool
         return False
     match = NATIVE_LINE.match(line)
     if match is None:
+        return True
+    if match.group(2).endswith(".py"):
+        # absl's handler (after `app.run`) prints Python log records with the same header: a script's own
+        # `absl.logging.info(...)` lines, whose level its Python logger has decided already (TF 1.15's
+        # TF_CPP_MIN_LOG_LEVEL never hid them)
         return True
     if any(routine in line for routine in (*ROUTINE_WARNINGS, *ROUTINE_BLOCKS)):
         return False
@@ -68,6 +80,12 @@ def _undecided(start: str) -> bool:
         banner.startswith(start) or start.startswith(banner) for banner in BANNER_LINES)
 
 
+def _maybe_node_line(start: bytes) -> bool:
+    """Whether the start of a line (no newline yet) may be a node line."""
+    text = start.decode("utf-8", "replace").lstrip()
+    return text.startswith(NODE_LINE) or NODE_LINE.startswith(text)
+
+
 class LineFilter:
     """Incremental: `feed(bytes)` returns the bytes to pass on now. A line that cannot be one to drop is
     passed on as it arrives (progress bars redraw with carriage returns and never end a line), the others
@@ -79,6 +97,7 @@ class LineFilter:
         self.passing = False  # the current line's start was passed on: the rest of it follows
         self.block_end = None  # inside a dropped block: the line after which it ends (then a blank line)
         self.block_lines = 0
+        self.dropped = False  # the last whole line was dropped: a node line right under it goes with it
 
     def feed(self, data: bytes) -> bytes:
         out, data = [], self.held + data
@@ -95,24 +114,29 @@ class LineFilter:
                 line, data = data[:end + 1], data[end + 1:]
                 if self.block_end is not None and self._in_block(line):
                     continue
-                if self._keep(line):
+                if self.dropped and line.decode("utf-8", "replace").lstrip().startswith(NODE_LINE):
+                    continue
+                self.dropped = not self._keep(line)
+                if not self.dropped:
                     out.append(line)
                 else:
                     self._open_block(line)
             elif self.block_end is not None:
                 self.held = data  # a block's lines are judged whole
                 break
-            elif _undecided(data.decode("utf-8", "replace")):
+            elif _undecided(data.decode("utf-8", "replace")) or (self.dropped and _maybe_node_line(data)):
                 self.held = data
                 break
             else:
                 out.append(data)
-                self.passing = True
+                self.passing, self.dropped = True, False
                 break
         return b"".join(out)
 
     def close(self) -> bytes:
         held, self.held = self.held, b""
+        if self.dropped and held.decode("utf-8", "replace").lstrip().startswith(NODE_LINE):
+            return b""
         return held if held and self._keep(held) else b""
 
     def _open_block(self, line: bytes) -> None:

@@ -347,20 +347,42 @@ class _SkipShown(logging.Filter):
 _SKIP_SHOWN = _SkipShown()
 
 
+def _skip_on_root_terminal_handlers(record) -> None:
+    """Mark `record` shown; the root logger's handlers that print on the terminal skip marked records."""
+    record.npurun_shown = True
+    for handler in logging.getLogger().handlers:
+        if _SKIP_SHOWN not in handler.filters and _prints_on_terminal(handler):
+            handler.addFilter(_SKIP_SHOWN)
+
+
+class _TensorFlowLinesOnce(logging.Filter):
+    """On TensorFlow's Python logger: a record its own handler prints on the terminal ("INFO:tensorflow:...")
+    is not printed a second time by the root logger's (absl's after `app.run`, in glog's form). TensorFlow
+    gives its logger a handler only when the root logger had none at its import, which is before `app.run`
+    adds absl's."""
+
+    def filter(self, record):
+        logger = logging.getLogger("tensorflow")
+        if logger.propagate and any(_prints_on_terminal(handler) and record.levelno >= handler.level
+                                    for handler in logger.handlers):
+            _skip_on_root_terminal_handlers(record)
+        return True
+
+
+TENSORFLOW_LINES_ONCE = _TensorFlowLinesOnce()
+
+
 class OnceStreamHandler(logging.StreamHandler):
     """A StreamHandler for the "npurun" logger whose lines appear once: after showing a record it
     marks it, and the root logger's handlers that print on the terminal too (absl's after
     `app.run`, the user's `basicConfig()`) skip marked records. npurun's line is the one kept, in
-    npurun's format: absl's form of it looks like TensorFlow's C++ INFO lines, which `npurun
-    launch` filters out. A root handler writing to a file still gets every record."""
+    npurun's format (absl's form of it looks like TensorFlow's C++ INFO lines). A root handler
+    writing to a file still gets every record."""
 
     def emit(self, record):
         super().emit(record)
         if logging.getLogger("npurun").propagate:
-            record.npurun_shown = True
-            for handler in logging.getLogger().handlers:
-                if _SKIP_SHOWN not in handler.filters and _prints_on_terminal(handler):
-                    handler.addFilter(_SKIP_SHOWN)
+            _skip_on_root_terminal_handlers(record)
 
 
 def enable_logging(level: int = logging.INFO, stream=None) -> logging.Handler:

@@ -54,6 +54,7 @@ import types
 import warnings
 
 from . import contrib
+from ..logs import TENSORFLOW_LINES_ONCE
 
 _ESTIMATOR_MODULES = ("estimator", "run_config", "model_fn", "training")
 _EXTRA_MODULES = {
@@ -107,7 +108,10 @@ _KERAS_LR_DEPRECATED = r"The `lr` argument is deprecated"
 # its graph-mode fit reads `Model.state_updates` itself (every Keras fit on a session), and `model.save("x.h5")`,
 # TF 1.15's way to save a model (squeezenet's train_npu.py), is "legacy" to it.
 _KERAS_NOISE = (r"`Model\.state_updates` will be removed in a future version",
-                r"You are saving your model as an HDF5 file via `model\.save\(\)`")
+                r"You are saving your model as an HDF5 file via `model\.save\(\)`",
+                # TF 1.15's way to build a Keras-derived model for train or eval (EfficientNet's model_fn and
+                # the 20 folders that call it), deprecated only in TF 2.4's Keras
+                r"`tf\.keras\.backend\.(set_learning_phase|learning_phase_scope)` is deprecated")
 # tf_slim's layers (tf.contrib.slim / tf.contrib.layers: conv2d, fully_connected, max_pool2d, ...) call the
 # deprecated `layer.apply`; TensorFlow's Keras warns from its own file at the first call. TF 1.15 logged that as a
 # deprecation notice located in contrib's layers.py, library code, which _LibraryDeprecations drops likewise.
@@ -316,6 +320,20 @@ class _LibraryDeprecations(logging.Filter):
 
 
 _LIBRARY_DEPRECATIONS = _LibraryDeprecations()
+
+# tf.data's Options names of TF 1.15 that TF 2 renamed and warns about (through absl's logger) at every
+# read: `options.experimental_threading` (25 ModelZoo folders, TPU-descended input_fns set its thread pool)
+_TF_DATA_RENAMED = ("options.experimental_threading is deprecated",)
+
+
+class _TFDataRenamedOptions(logging.Filter):
+    """Drops TensorFlow 2's "options.experimental_threading is deprecated" notice: a TF 1 script's name."""
+
+    def filter(self, record):
+        return not (isinstance(record.msg, str) and record.msg.startswith(_TF_DATA_RENAMED))
+
+
+_TF_DATA_RENAMED_OPTIONS = _TFDataRenamedOptions()
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -721,6 +739,8 @@ class TF1World:
             warnings.filterwarnings("ignore", message=_KERAS_LR_DEPRECATED, category=UserWarning)
             self._warning_filters.append(warnings.filters[0])
         logging.getLogger("tensorflow").addFilter(_LIBRARY_DEPRECATIONS)
+        logging.getLogger("absl").addFilter(_TF_DATA_RENAMED_OPTIONS)
+        logging.getLogger("tensorflow").addFilter(TENSORFLOW_LINES_ONCE)
         self._original_import = original = builtins.__import__
 
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -1245,6 +1265,8 @@ class TF1World:
             getattr(warnings, "_filters_mutated", lambda: None)()  # what filterwarnings() itself calls
         self._warning_filters = []
         logging.getLogger("tensorflow").removeFilter(_LIBRARY_DEPRECATIONS)
+        logging.getLogger("absl").removeFilter(_TF_DATA_RENAMED_OPTIONS)
+        logging.getLogger("tensorflow").removeFilter(TENSORFLOW_LINES_ONCE)
         for name in list(sys.modules):
             if name.startswith(("tensorflow.contrib", "tensorflow_core")) or name in _EXTRA_MODULES:
                 del sys.modules[name]

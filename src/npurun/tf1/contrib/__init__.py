@@ -100,7 +100,10 @@ RNN.update({name: Unsupported(_FUSED_RNN) for name in (
 
 METRICS = _from(_V1, rename={
     **{name: f"{_V1}:metrics.{name}" for name in ("auc", "mean", "mean_iou", "precision", "recall")},
-    "streaming_mean": f"{_V1}:metrics.mean"})
+    "streaming_mean": f"{_V1}:metrics.mean",
+    # TF 1.15's contrib confusion_matrix was the core one with its signature (labels, predictions, num_classes,
+    # dtype, name, weights), tf.compat.v1.confusion_matrix (deeplabv2's test: positional pred/gt + weights)
+    "confusion_matrix": f"{_V1}:confusion_matrix"})
 # contrib's own accuracy is non-streaming (one tensor, no local variables: the MAML family's per-task accuracies,
 # 4 folders), and its streaming_* metrics take (predictions, labels): npurun.tf1.contrib.metrics
 _CONTRIB_METRICS = "npurun.tf1.contrib.metrics"
