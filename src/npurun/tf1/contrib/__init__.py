@@ -121,10 +121,17 @@ TRAINING = {"HParams": Mapped("npurun.tf1.hparams:HParams"),
             "checkpoints_iterator": Mapped(_target(f"{_V1}:train.checkpoints_iterator")),
             "wait_for_new_checkpoint": Mapped("tensorflow.python.training.checkpoint_utils:wait_for_new_checkpoint")}
 
-OPT = {"LazyAdamOptimizer": Mapped("npurun.tf1.contrib.opt:LazyAdamOptimizer"),
+# contrib.opt's optimizers (written here, npurun.tf1.contrib.opt): tf.compat.v1.train.Optimizer subclasses with
+# TF 1.15's updates, slots and sparse-gradient paths
+_CONTRIB_OPT = "npurun.tf1.contrib.opt"
+OPT = {"LazyAdamOptimizer": Mapped(f"{_CONTRIB_OPT}:LazyAdamOptimizer"),
+       "NadamOptimizer": Mapped(f"{_CONTRIB_OPT}:NadamOptimizer", "Adam with Nesterov momentum (ApplyAdam's "
+                                "use_nesterov=True); slots m, v"),
+       "AdamWOptimizer": Mapped(f"{_CONTRIB_OPT}:AdamWOptimizer", "decoupled weight decay: var -= weight_decay * "
+                                "var before the Adam step, for minimize/apply_gradients' decay_var_list (else all)"),
+       "MomentumWOptimizer": Mapped(f"{_CONTRIB_OPT}:MomentumWOptimizer", "decoupled weight decay before the "
+                                    "Momentum step, as AdamWOptimizer"),
        **_from("npurun.tf1.contrib.scipy_optimizer", "ScipyOptimizerInterface", "ExternalOptimizerInterface"),
-       "AdamWOptimizer": Unsupported("decoupled weight decay is not provided; add the decay to the loss or use "
-                                     "an optimizer from the script"),
        "MovingAverageOptimizer": Unsupported("use tf.train.ExponentialMovingAverage and apply() it after the "
                                              "train op")}
 
