@@ -1,4 +1,5 @@
-"""tf.contrib.opt's Nadam / AdamW / MomentumW (npurun.tf1.contrib.opt) against TF 1.15's update formulas in NumPy.
+"""tf.contrib.opt's Nadam / AdamW / MomentumW / MovingAverage optimizers (npurun.tf1.contrib.opt) against TF 1.15's
+update formulas in NumPy.
 
 Graph mode, reference and resource variables, dense and sparse (IndexedSlices, with a duplicate index)
 gradients, three steps each."""
@@ -145,9 +146,66 @@ def test_adamw_without_decay_var_list_decays_every_variable():
 def test_the_classes_are_v1_optimizers_reached_as_tf_contrib_opt():
     from npurun.tf1 import contrib
 
-    for name in ("NadamOptimizer", "AdamWOptimizer", "MomentumWOptimizer"):
+    for name in ("NadamOptimizer", "AdamWOptimizer", "MomentumWOptimizer", "MovingAverageOptimizer"):
         cls = getattr(opt, name)
         assert issubclass(cls, v1.train.Optimizer) and cls.__module__ == "tensorflow.contrib.opt"
         assert contrib.OPT[name].target == f"npurun.tf1.contrib.opt:{name}"
     assert issubclass(opt.AdamWOptimizer, v1.train.AdamOptimizer)
     assert issubclass(opt.MomentumWOptimizer, v1.train.MomentumOptimizer)
+
+
+def test_moving_average_optimizer_averages_after_each_step_and_swaps_at_save(tmp_path):
+    # (resource variables, the TF1 world's default: this process has TF 2's cond, under which
+    # ExponentialMovingAverage cannot initialise its average of a reference variable)
+    decay = 0.5
+    with tf.Graph().as_default():
+        var = v1.get_variable("var", initializer=START.astype(np.float32), use_resource=True)
+        grad = v1.placeholder(tf.float32, [4, 3])
+        inner = v1.train.MomentumOptimizer(LR, MOMENTUM)
+        optimizer = opt.MovingAverageOptimizer(inner, average_decay=decay)
+        with pytest.raises(RuntimeError, match="call minimize or apply_gradients first"):
+            optimizer.swapping_saver()
+        step = v1.train.get_or_create_global_step()
+        train = optimizer.minimize(tf.reduce_sum(grad * var), global_step=step)
+        average = [v for v in v1.global_variables() if v.op.name == "var/ExponentialMovingAverage"]
+        assert len(average) == 1 and optimizer.get_slot_names() == ["momentum"]
+        assert optimizer.get_slot(var, "momentum") is inner.get_slot(var, "momentum")
+        saver = optimizer.swapping_saver()
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            expected, accum, mean = START.copy(), np.zeros_like(START), START.copy()
+            for t in range(3):
+                sess.run(train, {grad: DENSE_GRADS[t]})
+                accum = MOMENTUM * accum + DENSE_GRADS[t]
+                expected -= LR * accum
+                mean = decay * mean + (1 - decay) * expected  # after the step: the new value is averaged
+                np.testing.assert_allclose(sess.run(var), expected, rtol=1e-5, atol=1e-6)
+                np.testing.assert_allclose(sess.run(average[0]), mean, rtol=1e-5, atol=1e-6)
+            assert sess.run(step) == 3
+            path = saver.save(sess, str(tmp_path / "model.ckpt"))
+    reader = v1.train.load_checkpoint(path)
+    np.testing.assert_allclose(reader.get_tensor("var"), mean, rtol=1e-5, atol=1e-6)  # the average, as "var"
+    np.testing.assert_allclose(reader.get_tensor("var/ExponentialMovingAverage"), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_moving_average_optimizer_in_parallel_and_with_num_updates():
+    with tf.Graph().as_default():
+        var = v1.get_variable("var", initializer=START.astype(np.float32), use_resource=True)
+        grad = v1.placeholder(tf.float32, [4, 3])
+        updates = v1.placeholder(tf.int64, [])
+        optimizer = opt.MovingAverageOptimizer(v1.train.GradientDescentOptimizer(LR), average_decay=0.9,
+                                               num_updates=updates, sequential_update=False)
+        train = optimizer.apply_gradients([(grad, var)])
+        average = optimizer._ema.average(var)
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            sess.run(train, {grad: DENSE_GRADS[0], updates: 0})
+            moved = sess.run(var)
+            decay = min(0.9, 1 / 10)  # ExponentialMovingAverage's (1 + num_updates) / (10 + num_updates)
+            averaged = sess.run(average)
+    np.testing.assert_allclose(moved, START - LR * DENSE_GRADS[0], rtol=1e-5, atol=1e-6)
+    # (not sequential: the average may read the variable before or after the step; either is TF 1.15's)
+    assert any(np.allclose(averaged, decay * START + (1 - decay) * value, rtol=1e-5, atol=1e-6)
+               for value in (START, moved))
+    with pytest.raises(TypeError, match="opt must be a tf.compat.v1.train.Optimizer"):
+        opt.MovingAverageOptimizer("sgd")

@@ -132,8 +132,9 @@ OPT = {"LazyAdamOptimizer": Mapped(f"{_CONTRIB_OPT}:LazyAdamOptimizer"),
        "MomentumWOptimizer": Mapped(f"{_CONTRIB_OPT}:MomentumWOptimizer", "decoupled weight decay before the "
                                     "Momentum step, as AdamWOptimizer"),
        **_from("npurun.tf1.contrib.scipy_optimizer", "ScipyOptimizerInterface", "ExternalOptimizerInterface"),
-       "MovingAverageOptimizer": Unsupported("use tf.train.ExponentialMovingAverage and apply() it after the "
-                                             "train op")}
+       "MovingAverageOptimizer": Mapped(f"{_CONTRIB_OPT}:MovingAverageOptimizer", "the optimizer's step, then an "
+                                        "ExponentialMovingAverage of the trained variables; swapping_saver() "
+                                        "saves the averages under the variables' names")}
 
 IMAGE = {name: Mapped(f"npurun.tf1.contrib.image:{name}") for name in (
     "transform", "rotate", "translate", "angles_to_projective_transforms", "translations_to_projective_transforms",

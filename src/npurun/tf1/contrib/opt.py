@@ -11,10 +11,15 @@
   (Loshchilov & Hutter): before the inner Adam / Momentum update, `var -= weight_decay * var` (for a
   sparse gradient, on its rows only). The decay is not scaled by the learning rate. `minimize` and
   `apply_gradients` take `decay_var_list`: only those variables decay (none given: all that are updated).
+- `MovingAverageOptimizer(opt, average_decay=0.9999, num_updates=None, sequential_update=True)`: `opt`'s
+  step, then (after it, unless `sequential_update=False`) a `tf.train.ExponentialMovingAverage` of the
+  variables it trained (`<var>/ExponentialMovingAverage`, the names `variables_to_restore()` reads).
+  `swapping_saver()` saves each average under its variable's name and the variable under the average's,
+  so the checkpoint's model is the averaged one (and restoring it swaps them back).
 """
 from __future__ import annotations
 
-_CLASSES = ("LazyAdamOptimizer", "NadamOptimizer", "AdamWOptimizer", "MomentumWOptimizer")
+_CLASSES = ("LazyAdamOptimizer", "NadamOptimizer", "AdamWOptimizer", "MomentumWOptimizer", "MovingAverageOptimizer")
 
 
 def _make_classes():
@@ -170,8 +175,81 @@ def _make_classes():
             super().__init__(weight_decay, learning_rate=learning_rate, momentum=momentum, use_locking=use_locking,
                              name=name, use_nesterov=use_nesterov)
 
+    class MovingAverageOptimizer(v1.train.Optimizer):
+        def __init__(self, opt, average_decay=0.9999, num_updates=None, sequential_update=True):
+            if not isinstance(opt, v1.train.Optimizer):
+                raise TypeError(f"tf.contrib.opt.MovingAverageOptimizer: opt must be a tf.compat.v1.train.Optimizer, "
+                                f"got {type(opt).__name__}")
+            super().__init__(use_locking=False, name=f"MovingAverage{opt.get_name()}")
+            self._optimizer = opt
+            self._ema = v1.train.ExponentialMovingAverage(average_decay, num_updates=num_updates)
+            self._sequential_update = sequential_update
+            self._swapped_names = None  # variable <-> average op names, once apply_gradients has run
+
+        def compute_gradients(self, *args, **kwargs):
+            return self._optimizer.compute_gradients(*args, **kwargs)
+
+        def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+            grads_and_vars = list(grads_and_vars)
+            train_op = self._optimizer.apply_gradients(grads_and_vars, global_step=global_step, name=name)
+            trained = [var for grad, var in grads_and_vars if grad is not None]
+            if self._sequential_update:
+                with tf.control_dependencies([train_op]):
+                    average_op = self._ema.apply(trained)
+            else:
+                average_op = self._ema.apply(trained)
+            self._swapped_names = {}
+            for var in trained:
+                average = self._ema.average(var).op.name
+                self._swapped_names.update({var.op.name: average, average: var.op.name})
+            return tf.group(train_op, average_op, name="train_with_avg")
+
+        def get_slot(self, var, name):
+            return self._optimizer.get_slot(var, name)
+
+        def get_slot_names(self):
+            return self._optimizer.get_slot_names()
+
+        def variables(self):
+            return self._optimizer.variables()
+
+        def swapping_saver(self, var_list=None, name="swapping_saver", **kwargs):
+            """A tf.train.Saver of `var_list` (default: the global variables) that writes each trained
+            variable's moving average under the variable's name, and the variable under the average's."""
+            if self._swapped_names is None:
+                raise RuntimeError("tf.contrib.opt.MovingAverageOptimizer.swapping_saver: call minimize or "
+                                   "apply_gradients first (the averages are made there)")
+            if var_list is None:
+                var_list = v1.global_variables()
+            if not isinstance(var_list, dict):
+                named = {}
+                for var in var_list:  # a saver's names: a partitioned variable's slices are saved as one
+                    info = getattr(var, "_save_slice_info", None)
+                    if info is not None:
+                        named.setdefault(info.full_name, []).append(var)
+                    else:
+                        named[var.op.name] = var
+                var_list = named
+            by_name = {}
+            for key, value in var_list.items():
+                by_name.update({v.op.name: v for v in value} if isinstance(value, (list, tuple)) else {key: value})
+
+            def swapped(op_name, var):
+                other = self._swapped_names.get(op_name)
+                if other is None:
+                    return var
+                if other not in by_name:
+                    raise ValueError(f"tf.contrib.opt.MovingAverageOptimizer.swapping_saver: {other!r}, the swap of "
+                                     f"{op_name!r}, is not in var_list; save both or neither")
+                return by_name[other]
+
+            swapped_list = {key: [swapped(v.op.name, v) for v in value] if isinstance(value, (list, tuple))
+                            else swapped(key, value) for key, value in var_list.items()}
+            return v1.train.Saver(swapped_list, name=name, **kwargs)
+
     classes = {"LazyAdamOptimizer": LazyAdamOptimizer, "NadamOptimizer": NadamOptimizer,
-               "AdamWOptimizer": AdamWOptimizer, "MomentumWOptimizer": MomentumWOptimizer}
+               "AdamWOptimizer": AdamWOptimizer, "MomentumWOptimizer": MomentumWOptimizer,
+               "MovingAverageOptimizer": MovingAverageOptimizer}
     for cls in classes.values():
         cls.__module__ = "tensorflow.contrib.opt"
     return classes
