@@ -205,6 +205,27 @@ TFPROF = {"ProfileContext": Mapped(f"{_TFPROF}:ProfileContext", "disabled, an em
                                    "model_analyzer.profile; the option dicts are ProfileOptionBuilder's"),
           "tfprof_logger": Mapped("tensorflow.python.profiler.tfprof_logger")}
 
+# contrib.losses: its metric_learning's triplet_semihard_loss (MASF_ID1191, Revisiting_self_supervised_ID0935;
+# written here: npurun.tf1.contrib.metric_learning). contrib.losses' own loss functions were deprecated in TF 1 for
+# tf.losses, whose argument order differs (sigmoid_cross_entropy(logits, multi_class_labels) there vs
+# (multi_class_labels, logits) in tf.losses): not mapped, so a script's reversed arguments are not silently swapped.
+_CONTRIB_LOSSES = ("contrib.losses' loss functions were replaced by tf.losses (tf.compat.v1.losses), which takes "
+                   "(labels, predictions/logits) where contrib.losses took (predictions/logits, labels); call "
+                   "tf.losses with the arguments by keyword")
+LOSSES = {"metric_learning": Mapped("tensorflow.contrib.losses.metric_learning",
+                                    "triplet_semihard_loss, below (tf.contrib.losses.metric_learning)")}
+LOSSES.update({name: Unsupported(_CONTRIB_LOSSES) for name in (
+    "absolute_difference", "add_loss", "compute_weighted_loss", "cosine_distance", "get_losses",
+    "get_regularization_losses", "get_total_loss", "hinge_loss", "log_loss", "mean_pairwise_squared_error",
+    "mean_squared_error", "sigmoid_cross_entropy", "softmax_cross_entropy", "sparse_softmax_cross_entropy")})
+_METRIC_LEARNING = "a contrib.losses.metric_learning loss ModelZoo does not use; not provided"
+METRIC_LEARNING = {"triplet_semihard_loss": Mapped("npurun.tf1.contrib.metric_learning:triplet_semihard_loss",
+                                                   "FaceNet's semi-hard triplet loss over squared distances, as "
+                                                   "TF 1.15")}
+METRIC_LEARNING.update({name: Unsupported(_METRIC_LEARNING) for name in (
+    "contrastive_loss", "lifted_struct_loss", "npairs_loss", "npairs_loss_multilabel", "cluster_loss",
+    "pairwise_distance")})
+
 # contrib.nn: conv1d_transpose (2 folders, WaveGlow's upsampling of local conditions). TF 1.15's was nn_ops'
 # conv1d_transpose itself, tf.nn.conv1d_transpose (input, filters, output_shape, strides, ...), the signature of
 # TF 1.14 on; (value, filter, output_shape, stride) was TF 1.13's. No other contrib.nn name is used in ModelZoo.
@@ -214,7 +235,9 @@ NN = {"conv1d_transpose": Mapped(_target(f"{_V1}:nn.conv1d_transpose"))}
 MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
            "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE, "summary": SUMMARY, "learn": LEARN,
            "util": UTIL, "lookup": LOOKUP, "crf": CRF, "estimator": ESTIMATOR, "tfprof": TFPROF,
-           "nn": NN, "distributions": DISTRIBUTIONS}
+           "nn": NN, "distributions": DISTRIBUTIONS, "losses": LOSSES,
+           # a module inside a module: `tf.contrib.losses.metric_learning.<name>`
+           "losses.metric_learning": METRIC_LEARNING}
 # Whole modules that are another package.
 PACKAGES = {"slim": _SLIM}
 UNSUPPORTED_MODULES = {
@@ -227,7 +250,7 @@ UNSUPPORTED_MODULES = {
     "quantize": _NOT_PORTED,
     "sparsemax": _NOT_PORTED, "cloud": _NOT_PORTED,
     "compiler": _NOT_PORTED, "keras": "use tf.keras",
-    "legacy_seq2seq": _NOT_PORTED, "losses": _NOT_PORTED,
+    "legacy_seq2seq": _NOT_PORTED,
 }
 # Deep import paths of contrib (`from tensorflow.contrib.layers.python.layers import utils`) -> module.
 PATHS = {
@@ -258,7 +281,7 @@ IMPORT_ONLY_PATHS = {
 MODELZOO_FOLDERS = {"layers": 260, "slim": 141, "data": 111, "framework": 73, "tpu": 52, "rnn": 46,
                     "training": 38, "cluster_resolver": 34, "image": 32, "distribute": 22, "opt": 21,
                     "metrics": 16, "summary": 13, "learn": 34, "util": 8, "lookup": 7, "tfprof": 7, "nn": 2,
-                    "distributions": 8}
+                    "distributions": 8, "losses": 3, "losses.metric_learning": 2}
 
 
 def _error(name: str, why: str) -> AdapterAPIError:
@@ -320,8 +343,8 @@ class ContribModule(types.ModuleType):
         return resolve(entry, f"tf.contrib.{full}")
 
     def __dir__(self):
-        names = (set(PACKAGES) | set(MODULES) | set(UNSUPPORTED_MODULES)) if not self._short else set(
-            MODULES[self._short])
+        names = (set(PACKAGES) | {name for name in MODULES if "." not in name} | set(UNSUPPORTED_MODULES)
+                 ) if not self._short else set(MODULES[self._short])
         return sorted(names | set(super().__dir__()))
 
 
