@@ -13,7 +13,10 @@ public ModelZoo-TensorFlow; `MODELZOO_FOLDERS` below) is provided here:
 - `contrib.learn`'s ModeKeys, VocabularyProcessor and MNIST reader are `npurun.tf1.contrib.learn`;
   `contrib.util` and `contrib.lookup` are their TensorFlow 1 successors (`get_static_value`, `lookup_ops`);
 - `contrib.tpu`'s TPUEstimator / TPUEstimatorSpec / RunConfig / TPUConfig run with `use_tpu=False`, as
-  TensorFlow 1 ran them without a TPU (`npurun.tf1.contrib.tpu`).
+  TensorFlow 1 ran them without a TPU (`npurun.tf1.contrib.tpu`);
+- `contrib.opt`'s LazyAdam, Nadam, AdamW, MomentumW and MovingAverage optimizers are `npurun.tf1.contrib.opt`
+  (tf.compat.v1.train.Optimizer subclasses with TF 1.15's updates), and
+  `contrib.losses.metric_learning.triplet_semihard_loss` is `npurun.tf1.contrib.metric_learning`.
 
 Every other name raises `AdapterAPIError` naming it, on use (a script that only imports it still
 loads). Nothing here imports TensorFlow until a name is read. The table is rendered into
