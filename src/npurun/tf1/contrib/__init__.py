@@ -14,7 +14,10 @@ public ModelZoo-TensorFlow; `MODELZOO_FOLDERS` below) is provided here:
 - `contrib.learn`'s ModeKeys, VocabularyProcessor and MNIST reader are `npurun.tf1.contrib.learn`;
   `contrib.util` and `contrib.lookup` are their TensorFlow 1 successors (`get_static_value`, `lookup_ops`);
 - `contrib.tpu`'s TPUEstimator / TPUEstimatorSpec / RunConfig / TPUConfig run with `use_tpu=False`, as
-  TensorFlow 1 ran them without a TPU (`npurun.tf1.contrib.tpu`).
+  TensorFlow 1 ran them without a TPU (`npurun.tf1.contrib.tpu`);
+- `contrib.opt`'s LazyAdam, Nadam, AdamW, MomentumW and MovingAverage optimizers are `npurun.tf1.contrib.opt`
+  (tf.compat.v1.train.Optimizer subclasses with TF 1.15's updates), and
+  `contrib.losses.metric_learning.triplet_semihard_loss` is `npurun.tf1.contrib.metric_learning`.
 
 Every other name raises `AdapterAPIError` naming it, on use (a script that only imports it still
 loads). Nothing here imports TensorFlow until a name is read. The table is rendered into
@@ -125,12 +128,20 @@ TRAINING = {"HParams": Mapped("npurun.tf1.hparams:HParams"),
             "checkpoints_iterator": Mapped(_target(f"{_V1}:train.checkpoints_iterator")),
             "wait_for_new_checkpoint": Mapped("tensorflow.python.training.checkpoint_utils:wait_for_new_checkpoint")}
 
-OPT = {"LazyAdamOptimizer": Mapped("npurun.tf1.contrib.opt:LazyAdamOptimizer"),
+# contrib.opt's optimizers (written here, npurun.tf1.contrib.opt): tf.compat.v1.train.Optimizer subclasses with
+# TF 1.15's updates, slots and sparse-gradient paths
+_CONTRIB_OPT = "npurun.tf1.contrib.opt"
+OPT = {"LazyAdamOptimizer": Mapped(f"{_CONTRIB_OPT}:LazyAdamOptimizer"),
+       "NadamOptimizer": Mapped(f"{_CONTRIB_OPT}:NadamOptimizer", "Adam with Nesterov momentum (ApplyAdam's "
+                                "use_nesterov=True); slots m, v"),
+       "AdamWOptimizer": Mapped(f"{_CONTRIB_OPT}:AdamWOptimizer", "decoupled weight decay: var -= weight_decay * "
+                                "var before the Adam step, for minimize/apply_gradients' decay_var_list (else all)"),
+       "MomentumWOptimizer": Mapped(f"{_CONTRIB_OPT}:MomentumWOptimizer", "decoupled weight decay before the "
+                                    "Momentum step, as AdamWOptimizer"),
        **_from("npurun.tf1.contrib.scipy_optimizer", "ScipyOptimizerInterface", "ExternalOptimizerInterface"),
-       "AdamWOptimizer": Unsupported("decoupled weight decay is not provided; add the decay to the loss or use "
-                                     "an optimizer from the script"),
-       "MovingAverageOptimizer": Unsupported("use tf.train.ExponentialMovingAverage and apply() it after the "
-                                             "train op")}
+       "MovingAverageOptimizer": Mapped(f"{_CONTRIB_OPT}:MovingAverageOptimizer", "the optimizer's step, then an "
+                                        "ExponentialMovingAverage of the trained variables; swapping_saver() "
+                                        "saves the averages under the variables' names")}
 
 IMAGE = {name: Mapped(f"npurun.tf1.contrib.image:{name}") for name in (
     "transform", "rotate", "translate", "angles_to_projective_transforms", "translations_to_projective_transforms",
@@ -201,6 +212,27 @@ TFPROF = {"ProfileContext": Mapped(f"{_TFPROF}:ProfileContext", "disabled, an em
                                    "model_analyzer.profile; the option dicts are ProfileOptionBuilder's"),
           "tfprof_logger": Mapped("tensorflow.python.profiler.tfprof_logger")}
 
+# contrib.losses: its metric_learning's triplet_semihard_loss (MASF_ID1191, Revisiting_self_supervised_ID0935;
+# written here: npurun.tf1.contrib.metric_learning). contrib.losses' own loss functions were deprecated in TF 1 for
+# tf.losses, whose argument order differs (sigmoid_cross_entropy(logits, multi_class_labels) there vs
+# (multi_class_labels, logits) in tf.losses): not mapped, so a script's reversed arguments are not silently swapped.
+_CONTRIB_LOSSES = ("contrib.losses' loss functions were replaced by tf.losses (tf.compat.v1.losses), which takes "
+                   "(labels, predictions/logits) where contrib.losses took (predictions/logits, labels); call "
+                   "tf.losses with the arguments by keyword")
+LOSSES = {"metric_learning": Mapped("tensorflow.contrib.losses.metric_learning",
+                                    "triplet_semihard_loss, below (tf.contrib.losses.metric_learning)")}
+LOSSES.update({name: Unsupported(_CONTRIB_LOSSES) for name in (
+    "absolute_difference", "add_loss", "compute_weighted_loss", "cosine_distance", "get_losses",
+    "get_regularization_losses", "get_total_loss", "hinge_loss", "log_loss", "mean_pairwise_squared_error",
+    "mean_squared_error", "sigmoid_cross_entropy", "softmax_cross_entropy", "sparse_softmax_cross_entropy")})
+_METRIC_LEARNING = "a contrib.losses.metric_learning loss ModelZoo does not use; not provided"
+METRIC_LEARNING = {"triplet_semihard_loss": Mapped("npurun.tf1.contrib.metric_learning:triplet_semihard_loss",
+                                                   "FaceNet's semi-hard triplet loss over squared distances, as "
+                                                   "TF 1.15")}
+METRIC_LEARNING.update({name: Unsupported(_METRIC_LEARNING) for name in (
+    "contrastive_loss", "lifted_struct_loss", "npairs_loss", "npairs_loss_multilabel", "cluster_loss",
+    "pairwise_distance")})
+
 # contrib.nn: conv1d_transpose (2 folders, WaveGlow's upsampling of local conditions). TF 1.15's was nn_ops'
 # conv1d_transpose itself, tf.nn.conv1d_transpose (input, filters, output_shape, strides, ...), the signature of
 # TF 1.14 on; (value, filter, output_shape, stride) was TF 1.13's. No other contrib.nn name is used in ModelZoo.
@@ -215,7 +247,9 @@ MIXED_PRECISION = _from(_CONTRIB_MIXED_PRECISION, "LossScaleOptimizer", "LossSca
 MODULES = {"layers": LAYERS, "framework": FRAMEWORK, "data": DATA, "rnn": RNN, "metrics": METRICS,
            "training": TRAINING, "opt": OPT, "tpu": TPU, "image": IMAGE, "summary": SUMMARY, "learn": LEARN,
            "util": UTIL, "lookup": LOOKUP, "crf": CRF, "estimator": ESTIMATOR, "tfprof": TFPROF,
-           "nn": NN, "distributions": DISTRIBUTIONS, "mixed_precision": MIXED_PRECISION}
+           "nn": NN, "distributions": DISTRIBUTIONS, "mixed_precision": MIXED_PRECISION, "losses": LOSSES,
+           # a module inside a module: `tf.contrib.losses.metric_learning.<name>`
+           "losses.metric_learning": METRIC_LEARNING}
 # Whole modules that are another package.
 PACKAGES = {"slim": _SLIM}
 UNSUPPORTED_MODULES = {
@@ -227,7 +261,7 @@ UNSUPPORTED_MODULES = {
     "quantize": _NOT_PORTED,
     "sparsemax": _NOT_PORTED, "cloud": _NOT_PORTED,
     "compiler": _NOT_PORTED, "keras": "use tf.keras",
-    "legacy_seq2seq": _NOT_PORTED, "losses": _NOT_PORTED,
+    "legacy_seq2seq": _NOT_PORTED,
 }
 # Deep import paths of contrib (`from tensorflow.contrib.layers.python.layers import utils`) -> module.
 PATHS = {
@@ -261,7 +295,7 @@ IMPORT_ONLY_PATHS = {
 MODELZOO_FOLDERS = {"layers": 260, "slim": 141, "data": 111, "framework": 73, "tpu": 52, "rnn": 46,
                     "training": 38, "cluster_resolver": 34, "image": 32, "distribute": 22, "opt": 21,
                     "metrics": 16, "summary": 13, "learn": 34, "util": 8, "lookup": 7, "tfprof": 7, "nn": 2,
-                    "distributions": 8}
+                    "distributions": 8, "losses": 3, "losses.metric_learning": 2}
 
 
 def _error(name: str, why: str) -> AdapterAPIError:
@@ -337,8 +371,8 @@ class ContribModule(types.ModuleType):
         return resolve(entry, f"tf.contrib.{full}")
 
     def __dir__(self):
-        names = (set(PACKAGES) | set(MODULES) | set(UNSUPPORTED_MODULES)) if not self._short else set(
-            MODULES[self._short])
+        names = (set(PACKAGES) | {name for name in MODULES if "." not in name} | set(UNSUPPORTED_MODULES)
+                 ) if not self._short else set(MODULES[self._short])
         return sorted(names | set(super().__dir__()))
 
 

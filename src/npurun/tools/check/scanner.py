@@ -72,7 +72,8 @@ def _deep_contrib_path_length(rest_parts) -> int:
     then the name used: 3), so the name used, not an intermediate package, is classified."""
     table = check_tensorflow.contrib_table() if check_tensorflow.world_available() else None
     rest = ".".join(rest_parts)
-    paths = (*getattr(table, "PATHS", {}), *getattr(table, "IMPORT_ONLY_PATHS", {}))
+    paths = (*getattr(table, "PATHS", {}), *getattr(table, "IMPORT_ONLY_PATHS", {}),
+             *(module for module in getattr(table, "MODULES", {}) if "." in module))  # (`losses.metric_learning`)
     deep = [path for path in paths if rest.startswith(path + ".") or rest == path]
     return max((path.count(".") for path in deep), default=0)
 

@@ -177,6 +177,9 @@ def classify_contrib(rest: str):
         return None  # an intermediate package of a deep path the table provides (`tpu.python.tpu`)
     top, _, name = rest.partition(".")
     name = name.split(".")[0]
+    nested = next((module for module in table.MODULES if "." in module and rest.startswith(module + ".")), None)
+    if nested is not None:  # a module inside a module (`losses.metric_learning`): its own table
+        top, name = nested, rest[len(nested) + 1:].split(".")[0]
     if top in table.PACKAGES:
         return (TF1_WORLD, f"{shown}: the `{table.PACKAGES[top].replace('_', '-')}` package", False)
     if top in table.UNSUPPORTED_MODULES:
