@@ -1,5 +1,7 @@
 """The fifth random sample (seed 2034), SparseNet_ID1616 and ResNet101_ID0063: the gaps the real scripts hit,
 each in the style of the script that hit it; each test failed before its fix."""
+import logging
+
 import pytest
 
 from .conftest import run_compat
@@ -70,6 +72,10 @@ def test_fp16_resnet_style_script_trains(fp16_resnet_run):
     assert "step 1 loss " in fp16_resnet_run.stdout
 
 
+def test_tf1_name_experimental_threading_gets_no_tf2_deprecation_notice(fp16_resnet_run):
+    assert "experimental_threading is deprecated" not in fp16_resnet_run.stderr
+
+
 def test_grapplers_rejected_float16_fusion_is_not_printed(fp16_resnet_run):
     assert "_FusedBatchNormEx" not in fp16_resnet_run.stderr, fp16_resnet_run.stderr[-3000:]
     assert "Registered:" not in fp16_resnet_run.stderr and "device='CPU'" not in fp16_resnet_run.stderr
@@ -93,3 +99,22 @@ def test_npuruns_own_captures_drop_the_block_whole_too():
 
     text = (FUSED_BATCH_NORM_BLOCK + b"W0000 00:00:1 1 x.cc:2] kept\n").decode()
     assert logs._kept_native_lines(text.splitlines(keepends=True), 1) == ["W0000 00:00:1 1 x.cc:2] kept\n"]
+
+
+def test_the_notice_is_dropped_for_tf1_scripts_only():
+    from absl import logging as absl_logging
+
+    from npurun.tf1 import world
+
+    record = logging.LogRecord("absl", logging.WARNING, __file__, 1, "options.experimental_threading is deprecated. "
+                               "Use options.threading instead.", (), None)
+    absl_logger = absl_logging.get_absl_logger()
+    assert isinstance(absl_logger, absl_logging.ABSLLogger), "absl's own logger, not a plain one made first"
+    for tf1 in (True, False):
+        tf1_world = world.TF1World(graph_mode=True, scripts_get_tf1=tf1)
+        tf1_world.install()
+        try:
+            assert bool(absl_logger.filter(record)) != tf1, "dropped for a TF 1 script, kept for a TF 2 one"
+        finally:
+            tf1_world.uninstall()
+        assert absl_logger.filter(record), "uninstalled"

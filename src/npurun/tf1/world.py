@@ -235,6 +235,33 @@ class _LibraryDeprecations(logging.Filter):
 
 _LIBRARY_DEPRECATIONS = _LibraryDeprecations()
 
+# TensorFlow 2's notices that a name TensorFlow 1.15 had as its current one was renamed since (logged, on the
+# "absl" logger, at each use): in a TF 1 script the old name is the right one. `tf.data.Options()
+# .experimental_threading` (25 ModelZoo folders: official models' input pipelines) is `threading` in TF 2.
+_TF1_CURRENT_NAMES = ("options.experimental_threading is deprecated",)
+
+
+class _Tf1CurrentNames(logging.Filter):
+    """Drops TensorFlow 2's "X is deprecated. Use Y" notice about a TensorFlow 1.15 name (TF1 world only)."""
+
+    def filter(self, record):
+        message = record.msg if isinstance(record.msg, str) else ""
+        return not message.startswith(_TF1_CURRENT_NAMES)
+
+
+_TF1_CURRENT_NAMES_FILTER = _Tf1CurrentNames()
+
+
+def _tf1_current_names_loggers():
+    """The loggers those notices come on: absl's (imported first, so that "absl" is absl's own logger class,
+    not a plain one made here) and TensorFlow's."""
+    loggers = [logging.getLogger("tensorflow")]
+    try:
+        from absl import logging as absl_logging
+    except ImportError:  # absl comes with TensorFlow; without it nothing logs on "absl"
+        return loggers
+    return loggers + [absl_logging.get_absl_logger()]
+
 
 class _AliasLoader(importlib.abc.Loader):
     """Makes an import of one name give another module (`sys.modules` is read back after exec_module)."""
@@ -638,6 +665,9 @@ class TF1World:
             warnings.filterwarnings("ignore", message=_KERAS_LR_DEPRECATED, category=UserWarning)
             self._warning_filters.append(warnings.filters[0])
         logging.getLogger("tensorflow").addFilter(_LIBRARY_DEPRECATIONS)
+        if self.scripts_get_tf1:
+            for logger in _tf1_current_names_loggers():
+                logger.addFilter(_TF1_CURRENT_NAMES_FILTER)
         self._original_import = original = builtins.__import__
 
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -1131,6 +1161,8 @@ class TF1World:
             getattr(warnings, "_filters_mutated", lambda: None)()  # what filterwarnings() itself calls
         self._warning_filters = []
         logging.getLogger("tensorflow").removeFilter(_LIBRARY_DEPRECATIONS)
+        for logger in _tf1_current_names_loggers():
+            logger.removeFilter(_TF1_CURRENT_NAMES_FILTER)
         for name in list(sys.modules):
             if name.startswith(("tensorflow.contrib", "tensorflow_core")) or name in _EXTRA_MODULES:
                 del sys.modules[name]
