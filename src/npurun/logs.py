@@ -26,6 +26,7 @@ import sys
 import tempfile
 
 from ._native_stderr import NATIVE_LINE as _NATIVE_LINE
+from ._native_stderr import LineFilter
 from ._native_stderr import keep_native_line as _keep_native_line
 
 VERBOSE_ENV = "NPURUN_VERBOSE"
@@ -269,7 +270,15 @@ class _native_stderr_filtered:
         return False
 
     def _kept(self, text: str) -> list:
-        return [line for line in text.splitlines(keepends=True) if keep_native_line(line, self.min_level)]
+        return _kept_native_lines(text.splitlines(keepends=True), self.min_level)
+
+
+def _kept_native_lines(lines: list, min_level: int) -> list:
+    """The lines `keep_native_line` keeps, with the blocks of lines that a dropped routine warning opens
+    (`_native_stderr.ROUTINE_BLOCKS`, `ROUTINE_BLOCK_LINES`) dropped with it, as the whole-run filter does."""
+    kept = LineFilter(min_level, _has_nvidia_device())
+    text = b"".join(kept.feed(line.encode("utf-8", "replace")) for line in lines) + kept.close()
+    return text.decode("utf-8", "replace").splitlines(keepends=True)
 
 
 def _reason_line(message: str):
@@ -310,9 +319,8 @@ class native_lines_of_handled_error(_native_stderr_filtered):
             if dropping and line.strip().startswith("[[{{node "):
                 continue
             dropping = False
-            if keep_native_line(line, self.min_level):
-                kept.append(line)
-        return kept
+            kept.append(line)
+        return _kept_native_lines(kept, self.min_level)
 
 
 # --- the "npurun" logger ---------------------------------------------------------------------

@@ -43,8 +43,12 @@ def active():
 
 
 def run_compat(*args, cwd=None, timeout=600, env=None):
-    """`python -m npurun.compat ARGS` (the same handlers as `npurun run|migrate|check`) in a subprocess."""
-    environment = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
+    """`python -m npurun.compat ARGS` (the same handlers as `npurun run|migrate|check`) in a subprocess.
+    `env` entries replace the defaults here; an entry of None removes the variable (the user's environment
+    without TF_CPP_MIN_LOG_LEVEL: `env={"TF_CPP_MIN_LOG_LEVEL": None}`)."""
+    environment = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
+    environment.update(env or {})
+    environment = {key: value for key, value in environment.items() if value is not None}
     return subprocess.run([sys.executable, "-m", "npurun.compat", *map(str, args)], cwd=cwd, env=environment,
                           capture_output=True, text=True, timeout=timeout)
 

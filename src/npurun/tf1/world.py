@@ -321,19 +321,32 @@ class _LibraryDeprecations(logging.Filter):
 
 _LIBRARY_DEPRECATIONS = _LibraryDeprecations()
 
-# tf.data's Options names of TF 1.15 that TF 2 renamed and warns about (through absl's logger) at every
-# read: `options.experimental_threading` (25 ModelZoo folders, TPU-descended input_fns set its thread pool)
-_TF_DATA_RENAMED = ("options.experimental_threading is deprecated",)
+# TensorFlow 2's notices that a name TensorFlow 1.15 had as its current one was renamed since (logged, on the
+# "absl" logger, at each use): in a TF 1 script the old name is the right one. `tf.data.Options()
+# .experimental_threading` (25 ModelZoo folders: official models' input pipelines) is `threading` in TF 2.
+_TF1_CURRENT_NAMES = ("options.experimental_threading is deprecated",)
 
 
-class _TFDataRenamedOptions(logging.Filter):
-    """Drops TensorFlow 2's "options.experimental_threading is deprecated" notice: a TF 1 script's name."""
+class _Tf1CurrentNames(logging.Filter):
+    """Drops TensorFlow 2's "X is deprecated. Use Y" notice about a TensorFlow 1.15 name (TF1 world only)."""
 
     def filter(self, record):
-        return not (isinstance(record.msg, str) and record.msg.startswith(_TF_DATA_RENAMED))
+        message = record.msg if isinstance(record.msg, str) else ""
+        return not message.startswith(_TF1_CURRENT_NAMES)
 
 
-_TF_DATA_RENAMED_OPTIONS = _TFDataRenamedOptions()
+_TF1_CURRENT_NAMES_FILTER = _Tf1CurrentNames()
+
+
+def _tf1_current_names_loggers():
+    """The loggers those notices come on: absl's (imported first, so that "absl" is absl's own logger class,
+    not a plain one made here) and TensorFlow's."""
+    loggers = [logging.getLogger("tensorflow")]
+    try:
+        from absl import logging as absl_logging
+    except ImportError:  # absl comes with TensorFlow; without it nothing logs on "absl"
+        return loggers
+    return loggers + [absl_logging.get_absl_logger()]
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -739,7 +752,9 @@ class TF1World:
             warnings.filterwarnings("ignore", message=_KERAS_LR_DEPRECATED, category=UserWarning)
             self._warning_filters.append(warnings.filters[0])
         logging.getLogger("tensorflow").addFilter(_LIBRARY_DEPRECATIONS)
-        logging.getLogger("absl").addFilter(_TF_DATA_RENAMED_OPTIONS)
+        if self.scripts_get_tf1:
+            for logger in _tf1_current_names_loggers():
+                logger.addFilter(_TF1_CURRENT_NAMES_FILTER)
         logging.getLogger("tensorflow").addFilter(TENSORFLOW_LINES_ONCE)
         self._original_import = original = builtins.__import__
 
@@ -1265,7 +1280,8 @@ class TF1World:
             getattr(warnings, "_filters_mutated", lambda: None)()  # what filterwarnings() itself calls
         self._warning_filters = []
         logging.getLogger("tensorflow").removeFilter(_LIBRARY_DEPRECATIONS)
-        logging.getLogger("absl").removeFilter(_TF_DATA_RENAMED_OPTIONS)
+        for logger in _tf1_current_names_loggers():
+            logger.removeFilter(_TF1_CURRENT_NAMES_FILTER)
         logging.getLogger("tensorflow").removeFilter(TENSORFLOW_LINES_ONCE)
         for name in list(sys.modules):
             if name.startswith(("tensorflow.contrib", "tensorflow_core")) or name in _EXTRA_MODULES:
