@@ -886,6 +886,11 @@ class TF1World:
             self._absl_str_enums()
             self._keras_2_4_names()
         if self.scripts_get_tf1:
+            # TF 1.15's `tf.compat.v1` was its whole v1 API, `contrib` included (a lazy loader): ProtoAttend's,
+            # Yolov5_ID1720's and IEG's `tf.compat.v1.contrib.layers` / `.framework` / `.image` (3 folders)
+            if not hasattr(tf.compat.v1, "contrib"):
+                tf.compat.v1.contrib = contrib.module_for("tensorflow.contrib")
+                self._patched.append((tf.compat.v1, "contrib"))
             self._quiet_control_dependency_marks()
             self._keras_v1_progress_bar()
             self._keras_dataset_check_quiet()

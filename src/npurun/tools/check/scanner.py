@@ -770,6 +770,8 @@ class ModuleScanner(ast.NodeVisitor):
         if root == "tensorflow" and not qualified.startswith(TF_ESTIMATOR_PREFIXES + TF_LAYERS_PREFIXES):
             # TensorFlow 1 API through the TF1 world, tf.contrib, TensorFlow 1 module paths
             parts = qualified.split(".")
+            if parts[1:4] == ["compat", "v1", "contrib"] and not getattr(self._project, "tf2", False):
+                parts = parts[:1] + parts[3:]  # TF 1.15's tf.compat.v1.contrib is tf.contrib (ProtoAttend)
             if parts[1:2] in (["python"], ["core"], ["examples"]):
                 # module paths: the whole path decides (uses below a TF 1 path the world provides: that path)
                 shown = next((path for path in check_tensorflow.WORLD_PATHS if qualified.startswith(path + ".")),

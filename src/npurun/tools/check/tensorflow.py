@@ -126,6 +126,8 @@ def classify(qualified: str, world: bool, tf2: bool = False):
         return _classify_api(parts[1:], tf_api_names.TF2, "tf", world=False, version="2")
     if parts[1:2] == ["contrib"]:
         return classify_contrib(".".join(parts[2:]))
+    if parts[1:4] == ["compat", "v1", "contrib"] and not tf2:
+        return classify_contrib(".".join(parts[4:]))  # TF 1.15's tf.compat.v1 had contrib too (the TF1 world's)
     if parts[1:3] == ["compat", "v1"]:
         return _classify_api(parts[3:], tf_api_names.TF1, "tf.compat.v1", world=False)
     if parts[1:2] in (["python"], ["core"], ["examples"], ["tools"]):
