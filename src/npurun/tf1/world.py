@@ -236,6 +236,23 @@ class _LibraryDeprecations(logging.Filter):
 _LIBRARY_DEPRECATIONS = _LibraryDeprecations()
 
 
+class _PastForwardCompatibility(logging.Filter):
+    """Drops TensorFlow 2's "Trying to set the forward compatibility date to the past date ..." warning.
+
+    TF 1 scripts written for the Ascend stack pinned op versions with `compat.forward_compatibility_horizon(2019,
+    5, 1)` around each `tf.layers.batch_normalization` (FusedBatchNorm rather than V3, which the NPU then lacked;
+    20 ModelZoo folders, GFLmser's every block). TensorFlow 1.15 took the date silently; TensorFlow 2.21 keeps
+    its own horizon and warns at every entry, a line per layer built (106 in GFLmser). The ops are TensorFlow
+    2.21's either way, which run the same on CPU, so the warning tells the user nothing to change."""
+
+    def filter(self, record):
+        message = record.msg if isinstance(record.msg, str) else ""
+        return not message.startswith("Trying to set the forward compatibility date to the past")
+
+
+_PAST_FORWARD_COMPATIBILITY = _PastForwardCompatibility()
+
+
 class _AliasLoader(importlib.abc.Loader):
     """Makes an import of one name give another module (`sys.modules` is read back after exec_module)."""
 
@@ -638,6 +655,8 @@ class TF1World:
             warnings.filterwarnings("ignore", message=_KERAS_LR_DEPRECATED, category=UserWarning)
             self._warning_filters.append(warnings.filters[0])
         logging.getLogger("tensorflow").addFilter(_LIBRARY_DEPRECATIONS)
+        if self.scripts_get_tf1:
+            logging.getLogger("tensorflow").addFilter(_PAST_FORWARD_COMPATIBILITY)
         self._original_import = original = builtins.__import__
 
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -1131,6 +1150,7 @@ class TF1World:
             getattr(warnings, "_filters_mutated", lambda: None)()  # what filterwarnings() itself calls
         self._warning_filters = []
         logging.getLogger("tensorflow").removeFilter(_LIBRARY_DEPRECATIONS)
+        logging.getLogger("tensorflow").removeFilter(_PAST_FORWARD_COMPATIBILITY)
         for name in list(sys.modules):
             if name.startswith(("tensorflow.contrib", "tensorflow_core")) or name in _EXTRA_MODULES:
                 del sys.modules[name]
