@@ -70,3 +70,77 @@ def test_past_forward_compatibility_horizon_is_quiet(horizon_run):
     assert horizon_run.returncode == 0, horizon_run.stderr[-3000:]
     assert "trained 2 finite True horizon is 2.21's True" in horizon_run.stdout, horizon_run.stdout[-2000:]
     assert "forward compatibility date" not in horizon_run.stderr, horizon_run.stderr[-3000:]
+
+
+# Cars_for_TensorFlow's Vega tree: `import vega` reaches a hyper-parameter module doing
+# `from collections import Iterable, defaultdict` (Python 3.7's alias of collections.abc's class) before any
+# TensorFlow, and its CIFAR-10 reader is a FixedLengthRecordDataset through `tf.contrib.data.map_and_batch`.
+SEARCH_SPACE_MODULE = '''\
+import collections
+from collections import Iterable, defaultdict
+
+
+class HyperParameter(object):
+    def __init__(self, name, value_range):
+        if not isinstance(value_range, Iterable) or not isinstance(value_range, collections.Sequence):
+            raise ValueError("range must be a sequence")
+        self.name = name
+        self.range = list(value_range)
+        self.children = defaultdict(list)
+'''
+
+RECORDS_SCRIPT = '''\
+import os
+import sys
+
+import numpy as np
+
+from space.hyper_parameter import HyperParameter
+import tensorflow as tf
+
+batch = HyperParameter("batch_size", [2, 4])
+path = os.path.join(sys.argv[1], "data_batch_1.bin")
+records = np.random.RandomState(0).randint(0, 256, size=(6, 1 + 4 * 4 * 3)).astype(np.uint8)
+records[:, 0] = np.arange(6) % 10
+records.tofile(path)
+
+
+def data_map_func(value):
+    vector = tf.decode_raw(value, tf.uint8)
+    image = tf.cast(tf.transpose(tf.reshape(vector[1:], [3, 4, 4]), [1, 2, 0]), tf.float32)
+    return tf.image.per_image_standardization(image), tf.cast(vector[0], tf.int32)
+
+
+dataset = tf.data.FixedLengthRecordDataset([path], 1 + 4 * 4 * 3)
+dataset = dataset.apply(tf.contrib.data.map_and_batch(data_map_func, batch_size=batch.range[0],
+                                                      num_parallel_batches=1, drop_remainder=True))
+images, labels = dataset.make_one_shot_iterator().get_next()
+with tf.Session() as sess:
+    seen = []
+    try:
+        while True:
+            seen.extend(sess.run(labels).tolist())
+    except tf.errors.OutOfRangeError:
+        pass
+import collections.abc
+print("labels", seen, "abc", HyperParameter.__init__.__globals__["Iterable"] is collections.abc.Iterable)
+'''
+
+
+@pytest.fixture(scope="module")
+def collections_run(tmp_path_factory):
+    from .conftest import run_compat
+
+    tmp_path = tmp_path_factory.mktemp("collections_abcs")
+    (tmp_path / "space").mkdir()
+    (tmp_path / "space" / "__init__.py").write_text("")
+    (tmp_path / "space" / "hyper_parameter.py").write_text(SEARCH_SPACE_MODULE)
+    (tmp_path / "run_example.py").write_text(RECORDS_SCRIPT)
+    return run_compat("run", tmp_path / "run_example.py", tmp_path, cwd=tmp_path)
+
+
+def test_collections_abc_aliases_of_python_3_7(collections_run):
+    """`from collections import Iterable` and `collections.Sequence` (Python 3.7's, removed in 3.10) are
+    collections.abc's classes again under `npurun run`, before the script imports TensorFlow."""
+    assert collections_run.returncode == 0, collections_run.stderr[-3000:]
+    assert "labels [0, 1, 2, 3, 4, 5] abc True" in collections_run.stdout, collections_run.stdout[-2000:]

@@ -32,7 +32,8 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
 - NumPy's removed aliases of Python types (`np.float`, `np.int`, `np.bool`, ...) are the builtins again,
   as in the NumPy of TensorFlow 1.15 and of the TF 2.4-era npu_device scripts (NumPy 1.19); absl flags take a
   str `enum_values` as absl-py 0.x did (both script kinds); `time.clock` (Python 3.7's, removed in 3.8) is
-  `time.process_time` and `inspect.getargspec` (removed in 3.11) is back (TF 1 scripts).
+  `time.process_time`, `inspect.getargspec` (removed in 3.11) is back and so are `collections.Iterable`,
+  `collections.Sequence`, ... (3.7's aliases of `collections.abc`, removed in 3.10) (TF 1 scripts).
 - With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
   shapes and tensor equality, v1 control flow) is switched on when a script first imports
   TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
@@ -107,6 +108,12 @@ _KERAS_LR_DEPRECATED = r"The `lr` argument is deprecated"
 # TF 1.15's way to save a model (squeezenet's train_npu.py), is "legacy" to it.
 _KERAS_NOISE = (r"`Model\.state_updates` will be removed in a future version",
                 r"You are saving your model as an HDF5 file via `model\.save\(\)`")
+# collections.abc's classes that Python 3.7's `collections` still gave at their old names (its __getattr__ read
+# _collections_abc.__all__ of 3.7; Buffer, 3.12's, was never there)
+_PY37_COLLECTIONS_ABCS = ("Awaitable", "Coroutine", "AsyncIterable", "AsyncIterator", "AsyncGenerator", "Hashable",
+                          "Iterable", "Iterator", "Generator", "Reversible", "Sized", "Container", "Callable",
+                          "Collection", "Set", "MutableSet", "Mapping", "MutableMapping", "MappingView", "KeysView",
+                          "ItemsView", "ValuesView", "Sequence", "MutableSequence", "ByteString")
 _NUMPY_ALIASES = {"float": float, "int": int, "bool": bool, "object": object, "str": str, "complex": complex,
                   "long": int, "unicode": str}
 # NumPy 2.0's removed aliases (its __expired_attributes__) that TF 1.15's NumPy had, each the name NumPy points to
@@ -803,6 +810,21 @@ class TF1World:
                 time.clock = time.process_time
                 self._patched.append((time, "clock"))
             self._inspect_getargspec()
+            self._collections_abcs()
+
+    def _collections_abcs(self):
+        """`collections.Iterable`, `from collections import Sequence`, ...: Python 3.7 (TensorFlow 1.15's newest)
+        still gave the abstract base classes of `collections.abc` at their old home (deprecated since 3.3);
+        3.10 removed them. 21 ModelZoo folders use them (Vega's `ext_hyper_parameter.py`, imported by
+        `import vega`: `from collections import Iterable, defaultdict`; `isinstance(x, collections.Sequence)`
+        in copies of TF 1 utility code). Each is the class of `collections.abc`, as it was."""
+        import collections
+        import collections.abc
+
+        for name in _PY37_COLLECTIONS_ABCS:
+            if name not in vars(collections) and hasattr(collections.abc, name):
+                setattr(collections, name, getattr(collections.abc, name))
+                self._patched.append((collections, name))
 
     def _inspect_getargspec(self):
         """`inspect.getargspec` (Python 3.7's, which TensorFlow 1.15 ran on; removed in 3.11): the named tuple
