@@ -144,3 +144,48 @@ def test_collections_abc_aliases_of_python_3_7(collections_run):
     collections.abc's classes again under `npurun run`, before the script imports TensorFlow."""
     assert collections_run.returncode == 0, collections_run.stderr[-3000:]
     assert "labels [0, 1, 2, 3, 4, 5] abc True" in collections_run.stdout, collections_run.stdout[-2000:]
+
+
+# Cars' Vega scheduler: the trainer runs in a `dask-worker` process the script starts (`subprocess.Popen` of a
+# new interpreter with the script's environment), which imports the script's own package and builds a TF 1 graph.
+LAUNCHER_SCRIPT = '''\
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 2])
+worker = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "worker.py")], env=os.environ)
+print("worker exit", worker.wait())
+'''
+
+WORKER_SCRIPT = '''\
+from collections import Iterable
+
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 2])
+loss = tf.reduce_sum(tf.layers.dense(x, 1))
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print("worker graph mode", not tf.executing_eagerly(), "sum", sess.run(loss, {x: [[0.0, 0.0]]}) * 0.0)
+'''
+
+
+@pytest.fixture(scope="module")
+def child_run(tmp_path_factory):
+    from .conftest import run_compat
+
+    tmp_path = tmp_path_factory.mktemp("child_world")
+    (tmp_path / "run_example.py").write_text(LAUNCHER_SCRIPT)
+    (tmp_path / "worker.py").write_text(WORKER_SCRIPT)
+    return run_compat("run", tmp_path / "run_example.py", cwd=tmp_path)
+
+
+def test_python_processes_a_script_starts_get_its_world(child_run):
+    """A Python child of an `npurun run` script (Vega's dask-worker, `subprocess.run(["python3", "eval.py"])`) gets
+    the TF1 world, as TensorFlow 1.15 was the whole system's on Ascend."""
+    assert child_run.returncode == 0, child_run.stderr[-3000:]
+    assert "worker graph mode True sum 0.0" in child_run.stdout, (child_run.stdout[-2000:], child_run.stderr[-3000:])
+    assert "worker exit 0" in child_run.stdout, child_run.stdout[-2000:]

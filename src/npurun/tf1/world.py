@@ -664,6 +664,7 @@ class TF1World:
         logging.getLogger("tensorflow").addFilter(_LIBRARY_DEPRECATIONS)
         if self.scripts_get_tf1:
             logging.getLogger("tensorflow").addFilter(_PAST_FORWARD_COMPATIBILITY)
+            self._collections_abcs()  # Python's, not TensorFlow's: before a script imports TensorFlow
         self._original_import = original = builtins.__import__
 
         def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -810,7 +811,6 @@ class TF1World:
                 time.clock = time.process_time
                 self._patched.append((time, "clock"))
             self._inspect_getargspec()
-            self._collections_abcs()
 
     def _collections_abcs(self):
         """`collections.Iterable`, `from collections import Sequence`, ...: Python 3.7 (TensorFlow 1.15's newest)
