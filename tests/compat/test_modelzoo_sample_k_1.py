@@ -147,7 +147,8 @@ def test_collections_abc_aliases_of_python_3_7(collections_run):
 
 
 # Cars' Vega scheduler: the trainer runs in a `dask-worker` process the script starts (`subprocess.Popen` of a
-# new interpreter with the script's environment), which imports the script's own package and builds a TF 1 graph.
+# new interpreter with the script's environment), which imports the script's own package (its optim.py takes
+# NPUDistributedOptimizer from npu_bridge before anything imports TensorFlow) and builds a TF 1 graph.
 LAUNCHER_SCRIPT = '''\
 import os
 import subprocess
@@ -163,6 +164,7 @@ print("worker exit", worker.wait())
 WORKER_SCRIPT = '''\
 from collections import Iterable
 
+from npu_bridge.estimator.npu.npu_optimizer import NPUDistributedOptimizer
 import tensorflow as tf
 
 x = tf.placeholder(tf.float32, [None, 2])

@@ -1021,7 +1021,13 @@ class TF1World:
         from tensorflow.python.client import session
         from tensorflow.python.framework import ops
 
-        from ..estimator.inner_fetches import variable_value
+        def variable_value(element):
+            # imported when used: this runs as TensorFlow is imported, which npurun.distribute.optimizer does
+            # before it has defined what npurun.estimator imports from it (a script's first TensorFlow import
+            # can be `from npu_bridge.estimator.npu.npu_optimizer import NPUDistributedOptimizer`)
+            from ..estimator.inner_fetches import variable_value as value
+
+            return value(element)
 
         mapper = session._ElementFetchMapper
         mapper_init = mapper.__init__
