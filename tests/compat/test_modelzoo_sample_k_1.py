@@ -157,7 +157,9 @@ import sys
 import tensorflow as tf
 
 x = tf.placeholder(tf.float32, [None, 2])
-worker = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "worker.py")], env=os.environ)
+env = dict(os.environ, RANK_SIZE="1", DEVICE_ID="3")
+env["RANK_ID"] = env["DEVICE_ID"]  # Vega's single-NPU trainer: one rank, numbered as its device
+worker = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "worker.py")], env=env)
 print("worker exit", worker.wait())
 '''
 
@@ -169,7 +171,10 @@ import tensorflow as tf
 
 x = tf.placeholder(tf.float32, [None, 2])
 loss = tf.reduce_sum(tf.layers.dense(x, 1))
-with tf.Session() as sess:
+config = tf.ConfigProto()
+custom_op = config.graph_options.rewrite_options.custom_optimizers.add()
+custom_op.name = "NpuOptimizer"
+with tf.Session(config=config) as sess:
     sess.run(tf.global_variables_initializer())
     print("worker graph mode", not tf.executing_eagerly(), "sum", sess.run(loss, {x: [[0.0, 0.0]]}) * 0.0)
 '''
