@@ -37,6 +37,15 @@ class CompatModule(types.ModuleType):
         if entry is None:
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}: npurun's compatibility "
                                  f"layer does not provide it (it is not in the coverage table, docs/compat.md)")
+        if "tensorflow" not in sys.modules and getattr(entry, "target", "npurun.config").partition(":")[0] not in (
+                "npurun.config",):
+            # TensorFlow first, so its adjustments (the watch callback: npurun.util's NPUSession is to subclass
+            # TensorFlow's own Session, made before tf.compat.v1.Session is replaced) are done before the npurun
+            # module behind the name starts. `from npu_bridge.estimator.npu.npu_optimizer import
+            # NPUDistributedOptimizer` before any `import tensorflow` (Vega's optim.py, in a dask worker) would
+            # otherwise import TensorFlow from inside a half-run npurun.distribute.optimizer. npurun.config's
+            # names (NPURunConfig) need no TensorFlow; unsupported names neither.
+            import tensorflow  # noqa: F401
         value = materialize(self.__name__, name, entry)
         if not is_placeholder(value):  # placeholders re-resolve on use; keep asking the table
             self.__dict__[name] = value

@@ -289,6 +289,11 @@ def _read_ranks(environ: Mapping[str, str]) -> RankInfo:
             raise RankConfigError(f"{claims[0][0]} describes {rank_size} ranks but not which one this process is: "
                                   f"set RANK_ID")
         rank_id = 0
+    if rank_size == 1 and rank_id and [name for name, _, _ in claims] == ["RANK_ID/RANK_SIZE"]:
+        # Ascend's one-device run reads no RANK_ID: launch scripts export the device's number there
+        # (`RANK_ID=$ASCEND_DEVICE_ID`, 16 ModelZoo folders; Vega's single-NPU trainer sets RANK_ID=DEVICE_ID beside
+        # RANK_SIZE=1). With nothing else describing a cluster, that run is rank 0 of one.
+        rank_id = 0
     if rank_id >= rank_size:
         raise RankConfigError(f"RANK_ID={rank_id} is out of range: the rank size is {rank_size} "
                               f"(from {', '.join(name for name, _, size in claims if size is not None)})")

@@ -33,7 +33,9 @@ Ascend ModelZoo scripts are TensorFlow 1.15 code (`tf.flags`, `tf.Session`, `tf.
   as in the NumPy of TensorFlow 1.15 and of the TF 2.4-era npu_device scripts (NumPy 1.19), and NumPy 2.3's
   removed `ndarray.tostring()` is `tobytes()` and NumPy 2's removed binary mode of `np.fromstring` is back;
   absl flags take a str `enum_values` as absl-py 0.x did (both script kinds); `time.clock` (Python 3.7's,
-  removed in 3.8) is `time.process_time` and `inspect.getargspec` (removed in 3.11) is back (TF 1 scripts).
+  removed in 3.8) is `time.process_time`, `inspect.getargspec` (removed in 3.11) is back and so are
+  `collections.Iterable`, `collections.Sequence`, ... (3.7's aliases of `collections.abc`, removed in 3.10)
+  (TF 1 scripts).
 - With `graph_mode` (as `npurun run` does), TensorFlow 1's global behaviour (graph mode, TF 1 tensor
   shapes and tensor equality, v1 control flow) is switched on when a script first imports
   TensorFlow. Resource variables are kept: loop sinking runs the step in a `tf.while_loop`.
@@ -116,6 +118,12 @@ _KERAS_NOISE = (r"`Model\.state_updates` will be removed in a future version",
 # deprecated `layer.apply`; TensorFlow's Keras warns from its own file at the first call. TF 1.15 logged that as a
 # deprecation notice located in contrib's layers.py, library code, which _LibraryDeprecations drops likewise.
 _LAYER_APPLY_DEPRECATED = r"`layer\.apply` is deprecated"
+# collections.abc's classes that Python 3.7's `collections` still gave at their old names (its __getattr__ read
+# _collections_abc.__all__ of 3.7; Buffer, 3.12's, was never there)
+_PY37_COLLECTIONS_ABCS = ("Awaitable", "Coroutine", "AsyncIterable", "AsyncIterator", "AsyncGenerator", "Hashable",
+                          "Iterable", "Iterator", "Generator", "Reversible", "Sized", "Container", "Callable",
+                          "Collection", "Set", "MutableSet", "Mapping", "MutableMapping", "MappingView", "KeysView",
+                          "ItemsView", "ValuesView", "Sequence", "MutableSequence", "ByteString")
 _NUMPY_ALIASES = {"float": float, "int": int, "bool": bool, "object": object, "str": str, "complex": complex,
                   "long": int, "unicode": str}
 # NumPy 2.0's removed aliases (its __expired_attributes__) that TF 1.15's NumPy had, each the name NumPy points to
@@ -347,6 +355,23 @@ def _tf1_current_names_loggers():
     except ImportError:  # absl comes with TensorFlow; without it nothing logs on "absl"
         return loggers
     return loggers + [absl_logging.get_absl_logger()]
+
+
+class _PastForwardCompatibility(logging.Filter):
+    """Drops TensorFlow 2's "Trying to set the forward compatibility date to the past date ..." warning.
+
+    TF 1 scripts written for the Ascend stack pinned op versions with `compat.forward_compatibility_horizon(2019,
+    5, 1)` around each `tf.layers.batch_normalization` (FusedBatchNorm rather than V3, which the NPU then lacked;
+    20 ModelZoo folders, GFLmser's every block). TensorFlow 1.15 took the date silently; TensorFlow 2.21 keeps
+    its own horizon and warns at every entry, a line per layer built (106 in GFLmser). The ops are TensorFlow
+    2.21's either way, which run the same on CPU, so the warning tells the user nothing to change."""
+
+    def filter(self, record):
+        message = record.msg if isinstance(record.msg, str) else ""
+        return not message.startswith("Trying to set the forward compatibility date to the past")
+
+
+_PAST_FORWARD_COMPATIBILITY = _PastForwardCompatibility()
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -755,6 +780,8 @@ class TF1World:
         if self.scripts_get_tf1:
             for logger in _tf1_current_names_loggers():
                 logger.addFilter(_TF1_CURRENT_NAMES_FILTER)
+            logging.getLogger("tensorflow").addFilter(_PAST_FORWARD_COMPATIBILITY)
+            self._collections_abcs()  # Python's, not TensorFlow's: before a script imports TensorFlow
         logging.getLogger("tensorflow").addFilter(TENSORFLOW_LINES_ONCE)
         self._original_import = original = builtins.__import__
 
@@ -907,6 +934,20 @@ class TF1World:
                 time.clock = time.process_time
                 self._patched.append((time, "clock"))
             self._inspect_getargspec()
+
+    def _collections_abcs(self):
+        """`collections.Iterable`, `from collections import Sequence`, ...: Python 3.7 (TensorFlow 1.15's newest)
+        still gave the abstract base classes of `collections.abc` at their old home (deprecated since 3.3);
+        3.10 removed them. 21 ModelZoo folders use them (Vega's `ext_hyper_parameter.py`, imported by
+        `import vega`: `from collections import Iterable, defaultdict`; `isinstance(x, collections.Sequence)`
+        in copies of TF 1 utility code). Each is the class of `collections.abc`, as it was."""
+        import collections
+        import collections.abc
+
+        for name in _PY37_COLLECTIONS_ABCS:
+            if name not in vars(collections) and hasattr(collections.abc, name):
+                setattr(collections, name, getattr(collections.abc, name))
+                self._patched.append((collections, name))
 
     def _inspect_getargspec(self):
         """`inspect.getargspec` (Python 3.7's, which TensorFlow 1.15 ran on; removed in 3.11): the named tuple
@@ -1103,7 +1144,13 @@ class TF1World:
         from tensorflow.python.client import session
         from tensorflow.python.framework import ops
 
-        from ..estimator.inner_fetches import variable_value
+        def variable_value(element):
+            # imported when used: this runs as TensorFlow is imported, which npurun.distribute.optimizer does
+            # before it has defined what npurun.estimator imports from it (a script's first TensorFlow import
+            # can be `from npu_bridge.estimator.npu.npu_optimizer import NPUDistributedOptimizer`)
+            from ..estimator.inner_fetches import variable_value as value
+
+            return value(element)
 
         mapper = session._ElementFetchMapper
         mapper_init = mapper.__init__
@@ -1288,6 +1335,7 @@ class TF1World:
         for logger in _tf1_current_names_loggers():
             logger.removeFilter(_TF1_CURRENT_NAMES_FILTER)
         logging.getLogger("tensorflow").removeFilter(TENSORFLOW_LINES_ONCE)
+        logging.getLogger("tensorflow").removeFilter(_PAST_FORWARD_COMPATIBILITY)
         for name in list(sys.modules):
             if name.startswith(("tensorflow.contrib", "tensorflow_core")) or name in _EXTRA_MODULES:
                 del sys.modules[name]

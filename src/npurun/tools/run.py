@@ -19,6 +19,7 @@ script or the environment configured that logger already. With no rank environme
 RANK_SIZE, RANK_TABLE_FILE, TF_CONFIG all unset) the script sees RANK_SIZE=1 and RANK_ID=0, as
 Ascend's one-device launch scripts export them; in a one-rank run ASCEND_DEVICE_ID, DEVICE_ID,
 DEVICE_INDEX and RANK_INDEX (the server's index), when unset, are 0, as those scripts export them.
+Python processes the script starts get its world too (`_child_environment`; NPURUN_CHILD_WORLD=off: not).
 """
 from __future__ import annotations
 
@@ -132,7 +133,8 @@ def run_script(path: str, args=(), module: str = None) -> int:
     sys.argv = [path, *args]
     sys.path.insert(0, os.getcwd() if module else os.path.dirname(path))
     try:
-        with _environment_defaults(_script_environment()), active(graph_mode=tf1, tf1=tf1, keras2=keras2), _npurun_log():
+        environment = {**_script_environment(), **_child_environment(tf1, keras2)}
+        with _environment_defaults(environment), active(graph_mode=tf1, tf1=tf1, keras2=keras2), _npurun_log():
             if module:
                 runpy.run_module(module, run_name="__main__", alter_sys=True)
             else:
@@ -189,6 +191,25 @@ def _script_environment() -> dict:
         defaults["TF_USE_LEGACY_KERAS"] = "1"
     defaults.update(rank_defaults())  # RANK_SIZE=1 / RANK_ID=0 and device 0 in a one-rank run
     return defaults
+
+
+CHILD_WORLD_ENV = "NPURUN_CHILD_WORLD"
+_CHILD_SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_site")
+
+
+def _child_environment(tf1: bool, keras2: bool) -> dict:
+    """The script's world for the Python processes it starts: `child_site/sitecustomize.py` first on PYTHONPATH
+    activates it in each interpreter that has npurun (the `dask-worker` of 3 Vega folders, which unpickles and
+    runs the trainer; `subprocess.run(["python3", "eval.py"])` or `os.system("python ...")` in 27 more). On
+    Ascend those children had TensorFlow 1.15 as the script did. NPURUN_CHILD_WORLD=off turns it off; otherwise
+    the variable is this script's world (an `npurun run` that a child starts decides for its own children)."""
+    if os.environ.get(CHILD_WORLD_ENV, "").strip().lower() == "off":
+        return {}
+    settings = {CHILD_WORLD_ENV: "tf1" if tf1 else "keras2" if keras2 else "tf2"}
+    entries = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if _CHILD_SITE not in entries:
+        settings["PYTHONPATH"] = os.pathsep.join([_CHILD_SITE] + [entry for entry in entries if entry])
+    return settings
 
 
 @contextlib.contextmanager
