@@ -157,3 +157,14 @@ def test_bad_groups(monkeypatch, args, message):
 def test_unknown_group_is_named():
     with pytest.raises(ValueError, match="no group named 'nope'"):
         ranks.get_rank_size("nope")
+
+
+def test_a_device_number_as_rank_id_of_a_one_rank_run_is_rank_0_with_a_warning(monkeypatch):
+    # Ascend one-device launch scripts: `export RANK_SIZE=1; export RANK_ID=$ASCEND_DEVICE_ID` (16 ModelZoo folders)
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        info = ranks._read_ranks({"RANK_SIZE": "1", "RANK_ID": "4"})
+    assert (info.rank_id, info.rank_size) == (0, 1), info
+    assert any("RANK_ID=4 with RANK_SIZE=1" in str(w.message) for w in caught), [str(w.message) for w in caught]

@@ -27,6 +27,8 @@ Numbers are ASCII digits only.
 """
 from __future__ import annotations
 
+import warnings
+
 import json
 import os
 import re
@@ -292,7 +294,10 @@ def _read_ranks(environ: Mapping[str, str]) -> RankInfo:
     if rank_size == 1 and rank_id and [name for name, _, _ in claims] == ["RANK_ID/RANK_SIZE"]:
         # Ascend's one-device run reads no RANK_ID: launch scripts export the device's number there
         # (`RANK_ID=$ASCEND_DEVICE_ID`, 16 ModelZoo folders; Vega's single-NPU trainer sets RANK_ID=DEVICE_ID beside
-        # RANK_SIZE=1). With nothing else describing a cluster, that run is rank 0 of one.
+        # RANK_SIZE=1). With nothing else describing a cluster, that run is rank 0 of one (said once: not silent).
+        warnings.warn(f"RANK_ID={rank_id} with RANK_SIZE=1 and no other cluster variable: one process, run as rank 0 "
+                      f"(Ascend launch scripts export the device's number as RANK_ID for a one-device run)",
+                      UserWarning, stacklevel=2)
         rank_id = 0
     if rank_id >= rank_size:
         raise RankConfigError(f"RANK_ID={rank_id} is out of range: the rank size is {rank_size} "
