@@ -246,3 +246,25 @@ def test_the_colocation_warning_of_a_gpu_device_placed_on_the_cpu_is_dropped_wit
     lines = LineFilter(min_level=1, has_nvidia_device=False)
     assert lines.feed(block[:300] + b"\nE0000 00:00:1 1 x.cc:2] real error\nafter\n") == \
         b"E0000 00:00:1 1 x.cc:2] real error\nafter\n"
+
+
+def test_npurun_warnings_show_as_one_line_and_others_as_python_shows_them(monkeypatch):
+    import io
+    import os
+    import warnings as warnings_module
+
+    import npurun
+    from npurun import logs
+
+    shown = []
+    monkeypatch.setattr(warnings_module, "showwarning",
+                        lambda message, category, filename, lineno, file=None, line=None: shown.append(filename))
+    logs.show_npurun_warnings_plainly()
+    logs.show_npurun_warnings_plainly()  # once is enough: not wrapped twice
+    inside = os.path.join(os.path.dirname(npurun.__file__), "runtime", "contributors.py")
+    out = io.StringIO()
+    warnings_module.showwarning(UserWarning("has no effect here"), UserWarning, inside, 33, out,
+                                "contribute(options, mode, plan)")
+    assert out.getvalue() == "npurun: UserWarning: has no effect here\n"
+    warnings_module.showwarning(UserWarning("the script's"), UserWarning, "/tmp/train.py", 5, out)
+    assert shown == ["/tmp/train.py"]  # Python's own display for a warning located elsewhere

@@ -24,6 +24,7 @@ import os
 import re
 import sys
 import tempfile
+import warnings
 
 from ._native_stderr import NATIVE_LINE as _NATIVE_LINE
 from ._native_stderr import LineFilter
@@ -144,6 +145,31 @@ def _stop_stderr_filter() -> None:
         process.wait(timeout=5)  # a child process the script left running may hold the pipe open
     except Exception:  # noqa: BLE001 - exiting anyway
         pass
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def show_npurun_warnings_plainly() -> None:
+    """npurun's own warnings as one line, `npurun: UserWarning: <message>`: Python's default display adds the
+    file and line of npurun's code that raised it and that line's source (`contribute(options, mode, plan)`),
+    which say nothing to a script's user. Other warnings (a script's, TensorFlow's) are shown as Python shows
+    them. For `npurun run`, whose process is the script's."""
+    original = warnings.showwarning
+    if getattr(original, "_npurun_plain", False):
+        return
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        if not os.path.abspath(str(filename)).startswith(_PACKAGE_DIR):
+            return original(message, category, filename, lineno, file, line)
+        stream = file if file is not None else sys.stderr
+        try:
+            stream.write(f"npurun: {category.__name__}: {message}\n")
+        except (OSError, ValueError):  # a closed stderr, as Python's own display tolerates
+            pass
+
+    showwarning._npurun_plain = True
+    warnings.showwarning = showwarning
 
 
 def import_tensorflow():

@@ -177,6 +177,7 @@ def start_run_process() -> None:
 
     prepare_process()
     logs.filter_native_stderr_for_process()
+    logs.show_npurun_warnings_plainly()
     logs.import_tensorflow()
 
 
