@@ -304,6 +304,20 @@ mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 id
   part of that str. absl-py 1.0+ refuses it.
 - `time.clock()` (Python 3.7's, which TensorFlow 1.15 ran on; removed in 3.8; 5 ModelZoo folders time steps with
   it) is `time.process_time()`, the processor time it measured on Linux.
+- NumPy 1 names that later NumPy removed are NumPy 1's again: `np.NaN`, `np.Inf`, `np.product` and the other
+  NumPy 2.0 aliases, `np.cast[...]`, `np.asfarray`, `np.asscalar`, `np.in1d`, `np.trapz`, `np.loads`, `np.bool8` /
+  `np.int0` and their kin, `ndarray.tostring()` (24 folders) and `np.fromstring`'s binary mode (22).
+- Python 3.7's `collections.Iterable`, `collections.Mapping`, ... (the `collections.abc` aliases Python 3.10
+  removed; 21 folders) and `inspect.getargspec` are back, as `time.clock` is.
+- `tf.compat.v1.contrib` is `tf.contrib`, as TF 1.15's `compat.v1` (its whole v1 API) had it.
+- Python processes the script starts (`subprocess.run(["python3", "eval.py"])`, a `dask-worker`, a spawned
+  multiprocessing worker) get the same world: `npurun run` puts a `sitecustomize` first on their `PYTHONPATH` and names
+  the world in `NPURUN_CHILD_WORLD` (any other sitecustomize still runs after it; `NPURUN_CHILD_WORLD=off` turns it
+  off; a child that is npurun's own command decides its own script's world).
+- TensorFlow 2 warnings about names that were current in TF 1.15 are not printed for TF 1 scripts
+  (`options.experimental_threading`, `set_learning_phase`, a past `forward_compatibility_horizon`, tf-slim's
+  `layer.apply`), nor routine native lines (queue threads' `CANCELLED` rendezvous on stop, grappler's GPU-only
+  `_FusedBatchNormEx` proposals for float16 on a CPU); `-v` shows them.
 - Checked over Ascend's ModelZoo-TensorFlow: of the 533 distinct `import`/`from` statements naming
   `tensorflow…` at the top of its Python files, 463 import in this world; the rest are TensorFlow 2.21
   internals that moved (`tensorflow.python.keras...`, `tensorflow.python.training.tracking`), other
@@ -794,9 +808,8 @@ is not None` (a false alarm).
 
 Rule: the same folder list (467 model folders importing `npu_bridge`), minus those named in this page when it was
 drawn: 379 folders; `random.Random(2032).sample(sorted(remaining), 8)`, run in draw order as the earlier samples
-(900 s limit where a run was still progressing). 6 of the 8 were run before the session's deadline: 4 complete,
-1 fails outside npurun, 1 stops with a NaN loss (not explained); 1 npurun gap found and fixed; META-SGD and
-BertMNLI were prepared (data and flags) but not run.
+(900 s limit where a run was still progressing). All 8 are run (the last two a session later): 7 complete or
+fail only outside npurun, 1 stops with a NaN loss (not explained); 3 npurun gaps found and fixed.
 
 | folder | entry + flags / data | outcome |
 |---|---|---|
@@ -806,10 +819,11 @@ BertMNLI were prepared (data and flags) but not run.
 | contrib/cv resnest_resnet50_segmentation | `npu_8_distribute_train.py --train_data=... --pre_model=.../resnest.ckpt-46 --img_H=64 --img_W=64 --batch_size=2 --img_N=524 --epochs=1` (its launch script's entry, shrunk by its flags), RANK_SIZE=1; a cityscapes TFRecord of 8 images and a checkpoint of its own graph | completes as shipped (45 s: restores, 2 steps, miou printed, "Training Done") |
 | contrib/cv MEAN-TEACHER_ID0789 | `train_cifar10.py --data_path=... --output_path=... --training_length=3` (its `train_performance_1p.sh`); `cifar10_gcn_zca_v2.npz` in the sizes it requires | npurun gap: its weight-norm data-dependent init calls `v.initialized_value()`, which TensorFlow 2.21's resource variables only raise from (24 folders call it); fixed (TF 1.15's: the value once initialized, else the initial value): completes (9.6 min: evaluation, 3 steps, evaluation, checkpoints 0 and 3) |
 | built-in/cv ResNet152 | `r1/resnet/imagenet_main.py` with its `train_performance_1p.sh` flags (`--resnet_size=152 --dtype=fp16 --loss_scale=512 --hooks=...`), shrunk `--batch_size=2 --max_train_steps=2 --iterations_per_loop=1`; ImageNet TFRecords under the 1024 / 128 names it requires | does not complete: step 1 (loss 11.70), then NanLossDuringTrainingError at step 2 with the script's whole-model float16 and fixed loss scale (not explained: an fp16 gradient overflow times its warm-up learning rate 0 is suspected, which Ascend's saturation mode would clamp; not confirmed). With `--dtype=fp32` it trains both steps and starts its evaluation, which the 900 s limit cut |
-| contrib/cv META-SGD_ID1236 | prepared (`main_npu.py` with its launch script's flags, miniImagenet folders of 6 classes x 20 jpgs) | not run (deadline); check "0 will raise" |
-| built-in/nlp BertMNLI_ID1628 | prepared (`run_classifier.py --task_name=mnli ...`, a 2-layer BERT config, vocab and MNLI tsv files) | not run (deadline); check "0 will raise" |
+| contrib/cv META-SGD_ID1236 | `main_npu.py` with its `train_performance_1p.sh` flags (`--datasource=miniimagenet --metatrain_iterations=5 --meta_batch_size=4 --update_batch_size=1 --num_updates=5 --num_classes=5 ...`, already its smallest), RANK_SIZE=1; miniImagenet folders of 6 classes x 20 jpgs | npurun gap: its per-task `tf.contrib.metrics.accuracy(predictions, labels)` was mapped to `tf.compat.v1.metrics.accuracy`, a streaming pair over local variables it never initializes (FailedPreconditionError); TF 1.15's is one tensor (4 folders); fixed: completes (4 min 15 s: 4 iterations at chance accuracy on random images, checkpoint `model4`) |
+| built-in/nlp BertMNLI_ID1628 | `run_classifier.py --task_name=mnli --do_train=True --do_eval=True ...` (its `train_performance_1p.sh` flags, batch 4), `--iterations_per_loop=2`, a 2-layer BERT config, vocab and MNLI tsv files; then with its `--init_checkpoint` (a checkpoint saved from its own graph) | without `--iterations_per_loop` npurun's rule that the steps (4) be a multiple of iterations_per_loop (100) stops it at once (the product document's rule; the flag is the fix). With it: completes (4 steps, `eval_accuracy = 0.375`). With `--init_checkpoint`: npurun gap: `tf.train.init_from_checkpoint` in model_fn under the device loop built its restore initializers inside the loop ("inputs from different frames"; 150 folders call it, 122 of them with iterations_per_loop); fixed: completes, all 39 variables restored |
 
-Over the 6 run: 5 complete or fail only outside npurun (83%); ResNet152 is open. Gaps fixed with tests in the
+Over the 8: 7 complete or fail only outside npurun (88%); ResNet152 is open (ResNet101_ID0063, the same
+`r1/resnet` code with the same float16 flags, trains its 2 steps in the fifth sample). Gaps fixed with tests in the
 scripts' style (`tests/compat/test_modelzoo_sample_h_1.py`, `test_modelzoo_sample_h_2.py`, each failing before its
 fix): `Variable.initialized_value()` as TF 1.15; Keras's graph-mode "is the dataset shuffled" check inspects the
 dataset as TF 1.15's did instead of adding an op per `fit` (which made TensorFlow print some 50 lines); `npurun run`
@@ -818,44 +832,104 @@ session no longer prints the cuInit line. `npurun check` named SRNTT's first err
 `import Queue` in a Python 2 branch, a module its package puts on `sys.path`), and said "0 will raise" for the
 other five, all of which ran past their imports; it missed MEAN-TEACHER's `initialized_value()` (a method that
 exists and raises: not a name check can see).
+META-SGD's and BertMNLI's gaps have tests in their style in `tests/compat/test_modelzoo_sample_j_1.py`; check said
+"0 will raise" for both, missing both (a table mapping that was wrong, a device-loop frame: neither a name).
 
 #### Fifth random sample (seed 2034)
 
 Rule: the same 379 folders, `random.Random(2034).sample(sorted(remaining), 8)` (none of them in the seed-2032
-draw), run in draw order the same way. 4 of the 8 were run before the session's deadline.
+draw), run in draw order the same way; the last 4 a session later.
 
 | folder | entry + flags / data | outcome |
 |---|---|---|
 | built-in/cv Efficientnet_Google | `efficientnet/main.py --mode=train_and_eval --train_steps=10 --steps_per_eval=10 --train_batch_size=2 --eval_batch_size=2 --num_train_images=8 --num_eval_images=4 --input_image_size=64 --transpose_input=False ...` (no launch script: its flags); ImageNet TFRecords of 8 / 4 jpgs | completes as shipped (99 s: 10 steps, checkpoints, evaluation loss 7.19); a first try with 4 steps stopped on npurun's rule that the steps be a multiple of the iterations_per_loop=10 it fixes |
 | contrib/cv CSPNet_ID0840 | `train.py --data_path=.../cifar-10-batches-py --epochs=2 --batch_size=100 ...` (its `train_full_1p.sh`; its unpickle fixes 10000 rows per batch file, so an epoch is 50000 images) | 300 s limit hit while training (70 of 500 steps at 3.5 s a step, loss 2.84 -> 2.80); no npurun gap seen; not counted as a completion |
 | contrib/cv CPC_ID0921 | `train_model.py --epoch=1` (its README; MNIST idx files and its background jpg faked) | npurun gap: `from tensorflow.python import keras` gave TensorFlow 2.21's partial module (no `layers.BatchNormalization`) while `K` beside it was tf-keras (2 folders); fixed. Then fails outside npurun: `data_utils.py` builds a ragged array NumPy 2 refuses (its requirements pin NumPy 1.19.5; fine on Ascend); with that one call patched in a copy it completes (val_loss 0.69, its two h5 files) |
-| contrib/cv PixelCNN++_ID2101 | - | not run (deadline) |
+| contrib/cv PixelCNN++_ID2101 | `train.py --train_steps=5 --max_epochs=1 --nr_resnet=1 --nr_filters=8 --nr_logistic_mix=2 ...` (its `train_performance_1p.sh`, the model shrunk by its flags; its `sed` of `train.py` applied as it does); CIFAR-10 pickles of 10,000 images a file (its loader requires it) | npurun gap: its feeds are scaled with `np.cast[np.float32]`, which NumPy 2.0 removed (3 folders; `np.asfarray` 1); fixed (NumPy 1's, in the TF1 world): completes (194 s: data-dependent init, 5 steps, the test pass, checkpoint, "final test bits_per_dim : 9.2055") |
 | contrib/cv VAT_ID1002 | `code/train_semisup.py --dataset=cifar10 --num_epochs=1 --method=vat ...` (its `train_performance_1p.sh`), `--num_iter_per_epoch=2 --batch_size=4 --ul_batch_size=4 --eval_batch_size=1000`; its three TFRecords written in its own record format | trains (Supervisor, queue runners, checkpoint, `CE_loss_train 2.85`) and evaluates on its training data; its fixed 5000-image test evaluation was cut by the 600 s limit; no npurun gap; not counted as a completion |
-| built-in/cv 3D_UNet-Medical_ID1462, contrib/cv SparseNet_ID1616, built-in/cv ResNet101_ID0063 | - | not run (deadline) |
+| built-in/cv 3D_UNet-Medical_ID1462 | `src/main.py -step=4 -mode=train_eval ...` (its `train_performance_1p.sh`; sizes have no flag: `params.json` edited in the copy to 32^3 images, 8 scans, 8 base filters), the folder on PYTHONPATH as its `pip install -e .` would put it; its pickled datasets faked; pydicom, pynrrd, scikit-image, ipython installed ahead | completes as shipped (27 s: Estimator with NPULossScaleOptimizer and an ExponentialUpdateLossScaleManager, 4 steps, evaluation `iou = 0.166`); with `-precision_mode=allow_mix_precision` too (npurun warns that it runs float32 on this CPU) |
+| contrib/cv SparseNet_ID1616 | `main_npu.py --dataset c10 --depth 3 --growth_rate 2 --batch_size 1024 --max_epoch 1 ...` (its launch script's flags, shrunk by flags); CIFAR-10 pickles (tensorpack reads 10,000 images a file); tensorpack 0.11 and opencv installed ahead (the script pip-installs tensorpack itself) | completes as shipped (2 min 52 s: tensorpack's SimpleTrainer, 49 steps, checkpoint, inference, "Training has finished!") |
+| built-in/cv ResNet101_ID0063 | `r1/resnet/imagenet_main.py` with its `train_performance_1p.sh` flags (`--resnet_size=101 --dtype=fp16 --loss_scale=512 --hooks=...`), shrunk `--batch_size=2 --max_train_steps=2 --iterations_per_loop=1` (10 steps hit the 900 s limit: whole-model float16 convolutions take minutes a step on this CPU); ImageNet TFRecords under the 1024 / 128 names it requires | completes (9-12 min: losses 10.82, 9.74, checkpoints 0 and 2; it evaluates only with `--test_mode`). TensorFlow printed 134 nine-line `No registered '_FusedBatchNormEx' OpKernel for CPU` blocks (its grappler proposing a GPU-only float16 fusion) and TF 2's `options.experimental_threading is deprecated`: both now filtered (noise gaps, fixed) |
 
-Over the 4 run: 2 complete or fail only outside npurun (Efficientnet_Google; CPC, after its gap was fixed), 2 hit
-the time limit on the 2 shared cores (CSPNet, VAT: both training, no npurun error). Gap fixed with a test in
+Over the 8: all complete or fail only outside npurun. CSPNet and VAT first hit the time limit on the 2 shared cores
+while training with no npurun error; run again a session later with the same flags and a longer limit, both
+complete: VAT in 10 min (2 iterations, then its evaluation on the training data and on its 5,000 test images), CSPNet
+in 32.5 min (its 2 epochs of 500 steps, fixed by its data loader, then its validation and checkpoint). Gap fixed with a test in
 CPC's style in `tests/compat/test_modelzoo_sample_i_1.py` (it failed before the fix). check said "0 will raise"
 for all 4; for CPC that was a miss (it took the import as provided by tf-keras, true of the other import forms).
+The second half's gaps have tests in their style: `np.cast` in `tests/compat/test_modelzoo_sample_j_2.py`, the two
+noise filters in `test_modelzoo_sample_j_3.py`. check named PixelCNN++'s `np.cast` as its one "will raise" and said "0
+will raise" for the other three, which raised nothing from npurun.
+
+#### Sixth random sample (seed 2036)
+
+Rule: the same folder list (467 model folders importing `npu_bridge`), minus those named in this page when it was
+drawn: 363 folders; `random.Random(2036).sample(sorted(remaining), 8)`, run in draw order as the earlier samples
+(900 s limit; one retry of up to 1500 s where a run was progressing with nothing left to shrink by flags).
+
+| folder | entry + flags / data | outcome |
+|---|---|---|
+| built-in/cv Cars_for_TensorFlow | `automl/examples/run_example.py nas/cars/cars_tf.yml` with its `run_cars.sh` environment (`automl` on PYTHONPATH); `cars_tf.yml` edited in the copy (no flags): 1 epoch, batch 8, 16 / 8 / 8 images | npurun gap: `from collections import Iterable` in Vega's import-time code (Python 3.10 removed the `collections.abc` aliases; 21 folders); fixed. Then fails outside npurun: the Vega tree imports packages its empty requirements do not list, and with them installed its scheduler runs `dask-scheduler` / `dask-worker --nprocs`, commands today's `distributed` no longer has (its pinned 2.18 does not run on Python 3.11): on Ascend too with today's Python. Past that (stand-in commands outside the repo), more npurun gaps, fixed: the `dask-worker` processes are new interpreters, which now get the script's TF1 world (any Python child of a script does: 30 folders start one), and its `RANK_ID=DEVICE_ID` with `RANK_SIZE=1` is rank 0 with a warning. Its trainer then stops building the network on `tf.layers.separable_conv2d(strides=2, dilation_rate=2)`, which tf-keras refuses (whether TF 1.15 accepted it was not checked) |
+| contrib/cv gflmser (GFLmser_ID0206) | `main_li.py --epochs=1 --batch_size=2 --print_interval=2 ...` (its `train_performance_1p.sh`, batch 140 -> 2); its `.npy` dicts of 4 images faked | completes (2.5 min: 2 steps of its three Adam optimizers, a PSNR test, samples, checkpoint); TensorFlow 2's "Trying to set the forward compatibility date to the past date 2019-05-01" printed 106 times (its `compat.forward_compatibility_horizon(2019, 5, 1)` around each batch norm; 20 folders; TF 1.15 took the date silently): noise gap, fixed |
+| contrib/cv deeplabv2 | `main.py`, then `main.py --option test` (its README); `main()` empties `sys.argv` before its tf.flags are read, so the flag defaults were edited in the copy (3 steps, batch 2, 81 px, 4 validation steps); VOC-layout data and a `deeplab_resnet.ckpt` saved from its own network | training completes (restores, 4 losses, checkpoints). The test phase: npurun gap: `tf.contrib.metrics.confusion_matrix` was not in the table; fixed (TF 1.15's was the core one): completes (`Pixel Accuracy`, `mIoU`). The queue threads' stop printed TensorFlow 2's `Local rendezvous is aborting ... CANCELLED` lines (60 folders use queue runners): noise gap, fixed |
+| contrib/cv efficientnet-condconv_ID2074 | `main.py` with its `train_performance_1p.sh` flags (`--mode=train --npu_dump_data=True --npu_profiling=True ...`), shrunk `--batch_size=2 --train_steps=2 --input_image_size=64`; ImageNet TFRecords faked | completes (150 s: 2 steps, checkpoints, a profiling trace per step; the overflow dump stays empty, as on Ascend with no overflow); `--mode=train_and_eval` and `eval` complete too. Noise gaps, fixed: TF 2's `experimental_threading` and `set_learning_phase` notices; and the script's own absl log lines (`Eval results at step 2: ...`) had been dropped as TensorFlow's native INFO lines (69 folders log through absl): kept now, as TF 1.15 printed them |
+| contrib/cv Gitloss_ID1277 | `gitloss.py --update_centers=5 --steps=12 ...` (its `train_full_1p.sh`, shrunk); MNIST idx files faked at its default path; tflearn installed ahead | fails outside npurun: tflearn 0.5.0 uses `Image.ANTIALIAS`, removed in Pillow 10 (on Ascend too with today's Pillow; its requirements pin none). With Pillow 9.5 for the run: completes (37 s: steps 5 and 10, validation, checkpoint); tf-slim's `layer.apply` warning (about 190 folders call slim layers) is now filtered |
+| built-in/cv CTPN_ID0054 | `main/train_npu.py --precision_mode=allow_mix_precision --max_steps=3 --inputs_height=160 --inputs_width=240 ...` (its `train_performance_1p.sh`, shrunk by flags); 4 jpgs with their text-line boxes, a `vgg_16.ckpt` with slim's names; then its `eval.sh` | npurun gap: `from npu_bridge.npu_cpu import npu_cpu_ops` and its `randomchoicewithmask` (the anchor sampling; 3 folders) were not provided; fixed, as TensorFlow ops. Training then completes (48 s, `ctpn_3.ckpt`). Its evaluation fails outside npurun: `nms.pyx` does not compile with NumPy 2 (`np.int_t`), which TensorFlow 2.21 needs (builds on Ascend with that era's NumPy 1) |
+| built-in/cv ShuffleNetV1-1.0x-group3_ID2129 | `train_shufflenet.py --epoch 5` (its launch script); TFRecords of 80 / 40 images; its fixed `TRAIN_DATASET_SIZE = 25825` set to 80 with `sed` as its `.sh` edits that file (no flag sets the steps) | completes as shipped (2 min 19 s: Estimator with NPULossScaleOptimizer and an EMA, 5 steps, evaluation through its moving-average restore hook) |
+| contrib/cv UGATIT_ID0722 | `main.py --epoch=1 --batch_size=1 --iteration 2 --img_size 64 --ch 8 --light True ...` (its `train_full_1p.sh`, shrunk by flags), then `--phase test`; selfie2anime-layout images | npurun gap: its sample writer calls `ndarray.tostring()` (NumPy 2.3 removed it; 24 folders); fixed. Training then completes (light and full versions: losses, samples, checkpoint); the test phase: npurun gap: `np.fromstring(data, np.uint8)`'s binary mode (NumPy 2 removed it; 22 folders call `np.fromstring`); fixed: completes (restores, translates the test images). TensorFlow's `GeneratorDatasetOp ... will not be optimized` line (prefetch_to_device's input) is now filtered |
+
+Over the 8: all complete or fail only outside npurun (100%; Cars, Gitloss and CTPN's evaluation outside, after the
+npurun gaps in front of or behind those errors were fixed): 14 npurun gaps (8 that stopped a run, 6 in what a run prints),
+all fixed with tests in the scripts' style (`tests/compat/test_modelzoo_sample_k_1.py` to `_k_4.py`, each failing
+before its fix). check against the first real error: it named CTPN's `npu_cpu` import and GFLmser's missing `cv2` (right), said "0
+will raise" for ShuffleNetV1, efficientnet-condconv and Gitloss (right for npurun: Gitloss's error is inside tflearn)
+and for deeplabv2, UGATIT (misses: `confusion_matrix` was listed "only if" the test option is taken, as it is picked by
+name; UGATIT's are methods and call modes on values). Two check false alarms found on the way are fixed: CTPN's
+`if __name__ == '__main__':` demo block of an imported module, and an uncompiled local `.pyx` import is now reported.
+For Cars (which fails outside npurun) it reported 151 "will raise", nearly all imports of packages in Vega modules
+the CARS run never reaches: check follows every local import, reached or not.
 
 #### All samples, counted
 
-Over every random sample of this issue (seed 23: 28 folders; seed 2026: 12; seed 2028: 24; seeds 2032 and 2034:
-10 run of 16), 74 folders run: 68 (92%) complete or fail only for a reason outside npurun, after the fixes; the 6
-others are 3 time limits on training that was progressing (VisionTransformer's evaluation, CSPNet, VAT),
-ResNet50_OSME's memory, EDVR's Ascend fused kernel and ResNet152's fp16 NaN (its fp32 run trains). Over
-the two fresh draws alone (seeds 2032, 2034: the closest to a hidden sample) 7 of 10 run (70%); 3 npurun gaps
-were found in them, all fixed.
+Over every random sample of this issue (seed 23: 28 folders; seed 2026: 12; seed 2028: 24; seeds 2032, 2034 and 2036:
+24), 88 folders run: 84 (95%) complete or fail only for a reason outside npurun, after the fixes (CSPNet and VAT
+with a longer time limit); the 4 others are VisionTransformer's evaluation cut by the time limit (training done),
+ResNet50_OSME's memory, EDVR's Ascend fused kernel and ResNet152's fp16 NaN (its fp32 run trains, and
+ResNet101_ID0063's fp16 run of the same code trains). Over the three fresh draws alone (seeds 2032, 2034, 2036: drawn
+at random from folders nobody here had looked at, the closest to a hidden sample) 23 of 24 (96%); ResNet152 is
+the one left. 23 npurun gaps were found in them (13 that stopped a run, 10 in what a run prints), all fixed with
+tests in the scripts' style.
 
-`npurun check`, measured this round: it names the first error of the failing scripts where that error is a name
-(an import, an attribute, an option, an unbound name): SRNTT, Deep_Speech, SVD's prediction branch, sn-patchgan,
-ADDA, CFL, SESEMI, CYCLE-DEHAZE. It misses errors that are values or run-time behaviour (`initialized_value()`
-raising, a float step count, a hook's fetch inside the device loop, an environment string), Python standard
-library removals (`inspect.getargspec`), and imports whose meaning changed (`from tensorflow.python import
-keras`). On the scripts that complete, the false alarms found this round (SVD's flag-only option; DIN's and
-ViDeNN's flag branches earlier) are fixed; 2 remain known (EDVR's `tf.random.set_seed` under a value test, SRNTT's
-Python 2 branch). Names read where nothing binds them are now findings ("NameError, outside npurun"): over the 8
-corpus scripts, 30 random ModelZoo entry scripts, SVD and Deep_Speech they added 20 findings, each checked by
-reading the code as a real unbound name, 6 counted and 14 listed "only if" (under a value test, an uncalled
-function or an `except`), and no "will raise" on a corpus script.
+The corpus as a whole, statically: `npurun check` over the entry script of every folder not yet named on this page
+(363 drawable folders; 345 with an entry script found from their launch scripts) listed its "will raise" findings
+by kind. Most are third-party packages a user installs (`cv2` 73 folders, `tqdm` 37, `imageio` 23, ...) and names
+today's SciPy, Pillow and NumPy removed. The rest were read one kind at a time, and each was either a check false
+alarm or a gap, fixed for every folder sharing it, with a test in those scripts' style: false alarms on setuptools'
+`distutils` (5 folders), `parameter_map[...].b = 1` (6: protobuf stores True), `import tensorflow_core` (7: the TF1
+world gives it), a function's local `tf = open(...)` (2), a TF 1 name under a value test (EDVR); and run-time gaps:
+the adapter's bool `jit_compile` parameter (2: accepted, no effect), `tf.contrib.mixed_precision` (5),
+`tf.contrib.opt`'s Nadam / AdamW / MomentumW / MovingAverage optimizers (9), `contrib.losses.metric_learning`'s
+triplet loss (2), `contrib.rnn.python.ops.rnn_cell._Linear` and `from tensorflow.contrib.rnn import *` (DIEN),
+`tf.compat.v1.contrib` (3), the adapter module names scripts import from (`npu_loss_scale_optimizer.
+FixedLossScaleManager`), and NumPy 1 names (`np.asscalar` 6, `np.in1d` 3, `np.bool8`, `np.int0`, `np.trapz`,
+`np.loads`). What remains is listed as not provided: `tf.contrib.seq2seq` (4 folders), `contrib.graph_editor` (3:
+gradient checkpointing), `contrib.summary`'s writers, `contrib.all_reduce` / `staging` (GNMT), TF 0.x summary names
+(`tf.scalar_summary`: DCGAN, which raise on TF 1.15 too), Ascend-only kernels and RDMA (`npu_aicore_ops`,
+`npu_cube_ops`, `npu_plugin.rdma_remote_init`) and `npu_scope.keep_dtype_scope`.
+
+`npurun check`, measured this round over the 16 folders run (the second halves of seeds 2032 and 2034, and seed 2036):
+of the 7 that stopped on an npurun gap, it named the first error of 2 (PixelCNN++'s `np.cast`, CTPN's `npu_cpu`
+import), listed deeplabv2's `confusion_matrix` "only if" the test option is taken (its method is picked by name),
+and missed 4: a table mapping that was wrong (META-SGD's accuracy), a device-loop frame (BertMNLI's
+`init_from_checkpoint`), methods and call modes on values (UGATIT's `tostring()`, `np.fromstring`'s binary mode), a
+standard-library name Python 3.10 removed (Cars' `from collections import Iterable`: check does not read the
+standard library; the TF1 world now provides those names, as it does `inspect.getargspec` and `time.clock`).
+On the scripts that completed it raised no false alarm after one fix (an imported module's `if __name__ == '__main__':` block, CTPN). Over the whole corpus (above) the false alarms found
+and fixed were: setuptools' `distutils`, `.b = 1`, `tensorflow_core`, a function's local `tf`, a TF 1 name under a
+value test; SRNTT's `bicubic_kernel` (a module its package puts on `sys.path`) remains, in a script that fails
+outside npurun anyway. Earlier rounds' measurement: it names the first error of failing scripts where that error is
+a name (SRNTT, Deep_Speech, SVD's prediction branch, sn-patchgan, ADDA, CFL, SESEMI, CYCLE-DEHAZE) and misses
+values and run-time behaviour (`initialized_value()`, a float step count, a hook's fetch in the device loop).
+Names read where nothing binds them are findings ("NameError, outside npurun"), "only if" under a value test, an
+uncalled function or an `except`.
 """
