@@ -152,7 +152,7 @@ print("rnncell", rnn_cell_impl._like_rnncell(tf.nn.rnn_cell.BasicLSTMCell(4)), r
 print("moved", callable(gen_nn_ops._max_pool_grad), callable(ops.register_tensor_conversion_function),
       callable(profiler.start), distribution_strategy_context.has_strategy(), tpu_config.RunConfig.__name__)
 try:
-    from tensorflow.python.training.tracking import tracking  # gone in TensorFlow 2.21
+    from tensorflow.python.training.checkpointable import base  # gone (TF 1.13's; now trackable)
 except ModuleNotFoundError as error:
     print("gone", error.name, "TensorFlow 1.15" in str(error))
 try:
@@ -175,7 +175,7 @@ def test_tf115_private_paths_modelzoo_imports_are_there_or_a_clear_error(tmp_pat
     assert "audio [160, 1] 10" in out
     assert "rnncell True False" in out
     assert "moved True True True False RunConfig" in out
-    assert "gone tensorflow.python.training.tracking True" in out
+    assert "gone tensorflow.python.training.checkpointable True" in out
     assert "transform True" in out
 
 

@@ -71,6 +71,12 @@ _EXTRA_MODULES = {
     # vendored into ResNet50_ID0360: `training_ops.resource_apply_keras_momentum`); TensorFlow 2.21 has only these
     "tensorflow.python.training.training_ops": "tensorflow.python.ops.gen_training_ops",
     "tensorflow.python.tpu.tpu_config": "npurun.tf1.contrib.tpu",  # RunConfig, TPUConfig, InputPipelineConfig
+    # TF <= 2.10's tracking package, now tensorflow.python.trackable (official models' `tracking.AutoTrackable`,
+    # Deep_Speech's and NMT's vendored copies: 5 folders)
+    "tensorflow.python.training.tracking": ("package", "tensorflow.python.trackable"),
+    "tensorflow.python.training.tracking.tracking": "tensorflow.python.trackable.autotrackable",
+    "tensorflow.python.training.tracking.base": "tensorflow.python.trackable.base",
+    "tensorflow.python.training.tracking.data_structures": "tensorflow.python.trackable.data_structures",
     # tensorflow-determinism (refuses TensorFlow 2.21): its patch() is TensorFlow's own op determinism
     "tfdeterminism": "npurun.tf1.tfdeterminism",
     # TF 1.15's Graph Transform Tool wrapper (13 folders import it for an export step): importable, calling it raises

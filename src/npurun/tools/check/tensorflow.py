@@ -36,6 +36,9 @@ WORLD_PATHS = {
     "tensorflow.python.distribute.distribution_strategy_context": "TensorFlow's distribute_lib (get_strategy, ...)",
     "tensorflow.python.training.distribution_strategy_context": "TensorFlow's distribute_lib (get_strategy, ...)",
     "tensorflow.python.tpu.tpu_config": "npurun.tf1.contrib.tpu (RunConfig, TPUConfig, InputPipelineConfig)",
+    **{f"tensorflow.python.training.tracking.{sub}": f"TensorFlow's tensorflow.python.trackable.{target}, where "
+                                                     f"later TensorFlow moved it"
+       for sub, target in (("tracking", "autotrackable"), ("base", "base"), ("data_structures", "data_structures"))},
     "tensorflow.tools.graph_transforms": "npurun.tf1.graph_transforms for the import; calling TransformGraph raises "
                                         "AdapterAPIError (TensorFlow 2.21 has no Graph Transform Tool)",
 }
@@ -48,7 +51,7 @@ for _module in ("base_head", "binary_class_head", "multi_class_head", "multi_lab
     WORLD_PATHS[f"tensorflow.python.estimator.head.{_module}"] = "npurun.tf_estimator.head (tf.estimator's heads)"
 WORLD_PACKAGES = ("tensorflow.examples", "tensorflow.examples.tutorials", "tensorflow.examples.tutorials.mnist",
                   "tensorflow.python.estimator", "tensorflow.python.estimator.canned",
-                  "tensorflow.python.estimator.head")
+                  "tensorflow.python.estimator.head", "tensorflow.python.training.tracking")
 # Namespaces of `tf` handled by npurun's own tables elsewhere in check.
 OWN_TABLES = ("estimator", "layers")
 
