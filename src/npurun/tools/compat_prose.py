@@ -320,7 +320,7 @@ mnist = input_data.read_data_sets("/data/mnist", one_hot=True)  # reads the 4 id
   `_FusedBatchNormEx` proposals for float16 on a CPU); `-v` shows them.
 - Checked over Ascend's ModelZoo-TensorFlow: of the 533 distinct `import`/`from` statements naming
   `tensorflow…` at the top of its Python files, 463 import in this world; the rest are TensorFlow 2.21
-  internals that moved (`tensorflow.python.keras...`, `tensorflow.python.training.tracking`), other
+  internals that moved (`tensorflow.python.keras...`, `tensorflow.python.training.tracking`, provided since that count), other
   packages (`tensorflow_hub`, `tensorflow_addons`, ...) and `tf.contrib` modules listed as unsupported below.
 """
 
