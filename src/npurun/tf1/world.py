@@ -335,14 +335,19 @@ class _LibraryDeprecations(logging.Filter):
 
 _LIBRARY_DEPRECATIONS = _LibraryDeprecations()
 
-# TensorFlow 2's notices that a name TensorFlow 1.15 had as its current one was renamed since (logged, on the
-# "absl" logger, at each use): in a TF 1 script the old name is the right one. `tf.data.Options()
-# .experimental_threading` (25 ModelZoo folders: official models' input pipelines) is `threading` in TF 2.
-_TF1_CURRENT_NAMES = ("options.experimental_threading is deprecated",)
+# TensorFlow 2's notices about what was current in TensorFlow 1.15 (logged, on the "absl" or "tensorflow" logger, at
+# each use): in a TF 1 script the old way is the right one.
+#  - `tf.data.Options().experimental_threading` (25 ModelZoo folders: official models' input pipelines) is
+#    `threading` in TF 2;
+#  - `compat.forward_compatibility_horizon(2019, 5, 1)` around each `tf.layers.batch_normalization` (FusedBatchNorm
+#    rather than V3, which the NPU then lacked; 20 folders, GFLmser's every block): TensorFlow 1.15 took the past
+#    date silently, TensorFlow 2.21 warns at every entry (106 lines in GFLmser); the ops run the same on CPU.
+_TF1_CURRENT_NAMES = ("options.experimental_threading is deprecated",
+                      "Trying to set the forward compatibility date to the past")
 
 
 class _Tf1CurrentNames(logging.Filter):
-    """Drops TensorFlow 2's "X is deprecated. Use Y" notice about a TensorFlow 1.15 name (TF1 world only)."""
+    """Drops TensorFlow 2's notices about a TensorFlow 1.15 name or date (TF1 world only)."""
 
     def filter(self, record):
         message = record.msg if isinstance(record.msg, str) else ""
@@ -362,22 +367,6 @@ def _tf1_current_names_loggers():
         return loggers
     return loggers + [absl_logging.get_absl_logger()]
 
-
-class _PastForwardCompatibility(logging.Filter):
-    """Drops TensorFlow 2's "Trying to set the forward compatibility date to the past date ..." warning.
-
-    TF 1 scripts written for the Ascend stack pinned op versions with `compat.forward_compatibility_horizon(2019,
-    5, 1)` around each `tf.layers.batch_normalization` (FusedBatchNorm rather than V3, which the NPU then lacked;
-    20 ModelZoo folders, GFLmser's every block). TensorFlow 1.15 took the date silently; TensorFlow 2.21 keeps
-    its own horizon and warns at every entry, a line per layer built (106 in GFLmser). The ops are TensorFlow
-    2.21's either way, which run the same on CPU, so the warning tells the user nothing to change."""
-
-    def filter(self, record):
-        message = record.msg if isinstance(record.msg, str) else ""
-        return not message.startswith("Trying to set the forward compatibility date to the past")
-
-
-_PAST_FORWARD_COMPATIBILITY = _PastForwardCompatibility()
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -786,7 +775,6 @@ class TF1World:
         if self.scripts_get_tf1:
             for logger in _tf1_current_names_loggers():
                 logger.addFilter(_TF1_CURRENT_NAMES_FILTER)
-            logging.getLogger("tensorflow").addFilter(_PAST_FORWARD_COMPATIBILITY)
             self._collections_abcs()  # Python's, not TensorFlow's: before a script imports TensorFlow
         logging.getLogger("tensorflow").addFilter(TENSORFLOW_LINES_ONCE)
         self._original_import = original = builtins.__import__
@@ -1341,7 +1329,6 @@ class TF1World:
         for logger in _tf1_current_names_loggers():
             logger.removeFilter(_TF1_CURRENT_NAMES_FILTER)
         logging.getLogger("tensorflow").removeFilter(TENSORFLOW_LINES_ONCE)
-        logging.getLogger("tensorflow").removeFilter(_PAST_FORWARD_COMPATIBILITY)
         for name in list(sys.modules):
             if name.startswith(("tensorflow.contrib", "tensorflow_core")) or name in _EXTRA_MODULES:
                 del sys.modules[name]
