@@ -114,13 +114,6 @@ def _option(value_node, name, option, script_dir=None) -> Finding:
     return Finding(value_node.lineno, "option", f"{name}={shown}", option.status, detail, error)
 
 
-def _shown_literal(node):
-    try:
-        return repr(literal(node))
-    except (ValueError, TypeError, SyntaxError):
-        return "(not a literal)"
-
-
 def parameter_map_finding(target, value_node, line, script_dir=None):
     """The finding of an assignment to `target` when it is `custom_op.parameter_map["key"].<field>`, else None."""
     if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Subscript)):
@@ -142,14 +135,13 @@ def parameter_map_finding(target, value_node, line, script_dir=None):
     option = OPTIONS[name]
     detail, error = option.mechanism, False
     label = key if key == name else f"{key} (option {name})"
-    other = dict(getattr(option.codec, "other_meaning", ()))
-    if field in other:  # the adapter's bool `jit_compile`: not npurun's option of that name
-        return Finding(line, "parameter_map", f"{key} .{field} = {_shown_literal(value_node)}",
-                       "accepted, no effect here", other[field])
     try:
         raw = literal(value_node)
     except (ValueError, TypeError, SyntaxError):
         raw = None
+    other = dict(getattr(option.codec, "other_meaning", ()))
+    if field in other:  # the adapter's bool `jit_compile`: not npurun's option of that name
+        return Finding(line, "parameter_map", f"{key} .{field} = {raw!r}", "accepted, no effect here", other[field])
     # what the AttrValue field holds after the assignment: protobuf turns an int given to the bool field
     # into a bool and an int given to the float field into a float (`.b = 1`, 6 ModelZoo folders)
     if field == "b" and type(raw) is int:
