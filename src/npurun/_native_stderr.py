@@ -91,6 +91,10 @@ def _undecided(start: str) -> bool:
         banner.startswith(start) or start.startswith(banner) for banner in BANNER_LINES)
 
 
+def _is_node_line(line: bytes) -> bool:
+    return line.decode("utf-8", "replace").lstrip().startswith(NODE_LINE)
+
+
 def _maybe_node_line(start: bytes) -> bool:
     """Whether the start of a line (no newline yet) may be a node line."""
     text = start.decode("utf-8", "replace").lstrip()
@@ -125,7 +129,7 @@ class LineFilter:
                 line, data = data[:end + 1], data[end + 1:]
                 if self.block_end is not None and self._in_block(line):
                     continue
-                if self.dropped and line.decode("utf-8", "replace").lstrip().startswith(NODE_LINE):
+                if self.dropped and _is_node_line(line):
                     continue
                 self.dropped = not self._keep(line)
                 if not self.dropped:
@@ -146,7 +150,7 @@ class LineFilter:
 
     def close(self) -> bytes:
         held, self.held = self.held, b""
-        if self.dropped and held.decode("utf-8", "replace").lstrip().startswith(NODE_LINE):
+        if self.dropped and _is_node_line(held):
             return b""
         return held if held and self._keep(held) else b""
 
